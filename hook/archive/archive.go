@@ -1,0 +1,167 @@
+// Package archive keeps a durable record of every deleted TeamSpace outside
+// the cluster, one JSON file each. It is the hook's only side effect and the
+// only code that touches the filesystem.
+//
+// A record is never overwritten and never torn: it is written to a temporary
+// file, synced, then hard-linked to its final name (link fails if the name
+// exists, so two writers cannot clobber each other), and the directory is
+// synced. A crash leaves either no record or a whole one.
+package archive
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// tmpPrefix marks temporary files; leftovers of a crash are removed at Open.
+const tmpPrefix = ".tmp-"
+
+// staleTmpAge protects temporary files another hook process may still be
+// writing into a shared directory.
+const staleTmpAge = 10 * time.Minute
+
+// Archive writes records into one directory.
+type Archive struct {
+	dir string
+}
+
+// Open creates the directory if needed (the default ./archive must work on a
+// fresh machine) and removes stale temporary files. Later writes never
+// create the directory: if it vanishes (an unmounted volume), finalize must
+// fail rather than archive into the wrong place.
+func Open(dir string) (*Archive, error) {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return nil, fmt.Errorf("archive directory: %w", err)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("archive directory: %w", err)
+	}
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), tmpPrefix) {
+			continue
+		}
+		if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > staleTmpAge {
+			_ = os.Remove(filepath.Join(dir, e.Name()))
+		}
+	}
+	return &Archive{dir: dir}, nil
+}
+
+// Dir is the archive directory.
+func (a *Archive) Dir() string { return a.dir }
+
+// identity is the part of a record that says whose it is.
+type identity struct {
+	UID string `json:"uid"`
+}
+
+// Store makes the record for (name, uid) durable and returns its file name.
+// It is idempotent: if a record for this uid exists it is kept as it is and
+// made durable again. The record goes to <name>.json, or to <name>.<uid>.json
+// when <name>.json already holds an earlier TeamSpace of the same name.
+// name and uid must already be validated as safe file name parts.
+func (a *Archive) Store(name, uid string, record any) (string, error) {
+	data, err := json.MarshalIndent(record, "", "  ")
+	if err != nil {
+		return "", fmt.Errorf("encode record: %w", err)
+	}
+	data = append(data, '\n')
+	for _, file := range []string{name + ".json", name + "." + uid + ".json"} {
+		stored, err := a.storeAs(file, uid, data)
+		if err != nil {
+			return "", err
+		}
+		if stored {
+			return file, nil
+		}
+	}
+	return "", fmt.Errorf("archive records %s.json and %s.%s.json both exist and belong to other uids", name, name, uid)
+}
+
+// storeAs tries one file name. It returns false, without error, when the
+// file belongs to another uid and must be left alone.
+func (a *Archive) storeAs(file, uid string, data []byte) (bool, error) {
+	path := filepath.Join(a.dir, file)
+	owner, err := recordUID(path)
+	switch {
+	case err == nil && owner == uid:
+		return true, a.syncExisting(path)
+	case err == nil:
+		return false, nil
+	case !errors.Is(err, fs.ErrNotExist):
+		return false, err
+	}
+
+	tmp, err := os.CreateTemp(a.dir, tmpPrefix+file+"-*")
+	if err != nil {
+		return false, fmt.Errorf("archive: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return false, fmt.Errorf("archive: write %s: %w", tmp.Name(), err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return false, fmt.Errorf("archive: sync %s: %w", tmp.Name(), err)
+	}
+	if err := tmp.Close(); err != nil {
+		return false, fmt.Errorf("archive: close %s: %w", tmp.Name(), err)
+	}
+	if err := os.Link(tmp.Name(), path); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			// Another writer won the race: decide again on what it wrote.
+			return a.storeAs(file, uid, data)
+		}
+		return false, fmt.Errorf("archive: %w", err)
+	}
+	return true, a.syncDir()
+}
+
+// recordUID reads whose record a file holds. A file that is not a record
+// (unreadable JSON) counts as someone else's and is never overwritten.
+func recordUID(path string) (string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	var id identity
+	if err := json.NewDecoder(bytes.NewReader(data)).Decode(&id); err != nil || id.UID == "" {
+		return "\x00not-a-record", nil
+	}
+	return id.UID, nil
+}
+
+// syncExisting makes a record found on disk durable: an earlier call may
+// have crashed between linking it and syncing the directory.
+func (a *Archive) syncExisting(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("archive: %w", err)
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("archive: sync %s: %w", path, err)
+	}
+	return a.syncDir()
+}
+
+func (a *Archive) syncDir() error {
+	d, err := os.Open(a.dir)
+	if err != nil {
+		return fmt.Errorf("archive: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("archive: sync directory %s: %w", a.dir, err)
+	}
+	return nil
+}

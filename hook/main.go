@@ -1,0 +1,149 @@
+// Command teamspace-hook is the TeamSpace webhook for Metacontroller's
+// CompositeController: POST /sync, /finalize and /customize, GET /healthz and
+// /metrics. It keeps no state; finalize writes one record per deleted
+// TeamSpace into --archive-dir.
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/labhub/teamspace/hook/archive"
+	"github.com/labhub/teamspace/hook/server"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "teamspace-hook:", err)
+		os.Exit(1)
+	}
+}
+
+type options struct {
+	listenAddress   string
+	archiveDir      string
+	logLevel        string
+	maxRequestBytes int64
+	tlsCertFile     string
+	tlsKeyFile      string
+	bearerTokenFile string
+	shutdownTimeout time.Duration
+}
+
+func parseFlags(args []string) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("teamspace-hook", flag.ContinueOnError)
+	fs.StringVar(&o.listenAddress, "listen-address", "127.0.0.1:8080", "address to serve on; plain HTTP belongs on loopback")
+	fs.StringVar(&o.archiveDir, "archive-dir", "./archive", "directory for the records of deleted TeamSpaces (created if missing at start-up)")
+	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error (debug logs every request)")
+	fs.Int64Var(&o.maxRequestBytes, "max-request-bytes", server.DefaultMaxRequestBytes, "largest request body accepted")
+	fs.StringVar(&o.tlsCertFile, "tls-cert-file", "", "serve HTTPS with this certificate (reloaded when it changes)")
+	fs.StringVar(&o.tlsKeyFile, "tls-key-file", "", "private key for --tls-cert-file")
+	fs.StringVar(&o.bearerTokenFile, "bearer-token-file", "", "require 'Authorization: Bearer <token>' with the token in this file on the hook endpoints")
+	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long SIGTERM waits for requests in flight")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if (o.tlsCertFile == "") != (o.tlsKeyFile == "") {
+		return o, errors.New("--tls-cert-file and --tls-key-file go together")
+	}
+	return o, nil
+}
+
+func run(args []string) error {
+	o, err := parseFlags(args)
+	if err != nil {
+		return err
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+
+	arch, err := archive.Open(o.archiveDir)
+	if err != nil {
+		return err
+	}
+	var token string
+	if o.bearerTokenFile != "" {
+		b, err := os.ReadFile(o.bearerTokenFile)
+		if err != nil {
+			return fmt.Errorf("--bearer-token-file: %w", err)
+		}
+		if token = strings.TrimSpace(string(b)); token == "" {
+			return errors.New("--bearer-token-file is empty")
+		}
+	}
+	srv := &http.Server{
+		Addr: o.listenAddress,
+		Handler: server.New(server.Config{
+			Archive:         arch,
+			Logger:          logger,
+			MaxRequestBytes: o.maxRequestBytes,
+			BearerToken:     token,
+		}),
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       15 * time.Second,
+		WriteTimeout:      15 * time.Second,
+		IdleTimeout:       90 * time.Second,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	if o.tlsCertFile != "" {
+		certs, err := server.NewCertReloader(o.tlsCertFile, o.tlsKeyFile, logger)
+		if err != nil {
+			return err
+		}
+		srv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certs.GetCertificate}
+	}
+
+	ln, err := net.Listen("tcp", o.listenAddress)
+	if err != nil {
+		return err
+	}
+	tlsOn := srv.TLSConfig != nil
+	if !tlsOn && !isLoopback(ln.Addr()) {
+		logger.Warn("serving plain HTTP on a non-loopback address: anyone who can reach it can drive the hook; use --tls-cert-file and --bearer-token-file", "address", ln.Addr().String())
+	}
+	logger.Info("serving", "address", ln.Addr().String(), "tls", tlsOn, "archive_dir", arch.Dir(), "auth", token != "")
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	errc := make(chan error, 1)
+	go func() {
+		if tlsOn {
+			errc <- srv.ServeTLS(ln, "", "")
+		} else {
+			errc <- srv.Serve(ln)
+		}
+	}()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	logger.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), o.shutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	return nil
+}
+
+// isLoopback reports whether addr only accepts connections from this host.
+func isLoopback(addr net.Addr) bool {
+	tcp, ok := addr.(*net.TCPAddr)
+	return ok && tcp.IP.IsLoopback()
+}

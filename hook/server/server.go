@@ -1,0 +1,224 @@
+// Package server is the hook's HTTP layer: routing, limits, authentication,
+// JSON in and out, logs and metrics. The decisions are made by package
+// teamspace; the only side effect, the archive record, by package archive.
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/gorilla/mux"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/labhub/teamspace/hook/archive"
+	"github.com/labhub/teamspace/hook/teamspace"
+)
+
+// DefaultMaxRequestBytes bounds a request body. A recorded engine request is
+// about 10 KiB (the CompositeController and both children with their
+// managedFields); 4 MiB leaves room for large annotations without letting a
+// client make the hook buffer arbitrary amounts.
+const DefaultMaxRequestBytes = 4 << 20
+
+// Config is what the handler needs.
+type Config struct {
+	Archive         *archive.Archive
+	Logger          *slog.Logger
+	MaxRequestBytes int64
+	// BearerToken, when set, is required on the hook endpoints.
+	BearerToken string
+	// Registry receives the hook's metrics; nil means a new one.
+	Registry *prometheus.Registry
+}
+
+// Handler serves the webhook endpoints, /healthz and /metrics.
+type Handler struct {
+	cfg     Config
+	metrics *metrics
+	router  *mux.Router
+}
+
+// New builds the handler.
+func New(cfg Config) *Handler {
+	if cfg.MaxRequestBytes <= 0 {
+		cfg.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Registry == nil {
+		cfg.Registry = prometheus.NewRegistry()
+	}
+	h := &Handler{cfg: cfg, metrics: newMetrics(cfg.Registry)}
+	r := mux.NewRouter()
+	r.Handle("/sync", h.hook("sync", h.sync)).Methods(http.MethodPost)
+	r.Handle("/finalize", h.hook("finalize", h.finalize)).Methods(http.MethodPost)
+	r.Handle("/customize", h.hook("customize", h.customize)).Methods(http.MethodPost)
+	r.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte("ok\n"))
+	}).Methods(http.MethodGet, http.MethodHead)
+	r.Handle("/metrics", promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{})).Methods(http.MethodGet)
+	r.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		writeError(w, http.StatusMethodNotAllowed, "MethodNotAllowed", req.Method+" is not allowed on "+req.URL.Path)
+	})
+	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		writeError(w, http.StatusNotFound, "NotFound", "no such endpoint "+req.URL.Path+"; the hook serves POST /sync, /finalize and /customize")
+	})
+	h.router = r
+	return h
+}
+
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.router.ServeHTTP(w, r) }
+
+// hookFunc answers one decoded, validated request.
+type hookFunc func(*teamspace.Request) (any, *hookError)
+
+// hookError is a failure with the HTTP code and a reason for metrics.
+type hookError struct {
+	code    int
+	reason  string
+	message string
+}
+
+// bufPool recycles request buffers: every request is read whole before it is
+// decoded, and most are of similar size.
+var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// hook wraps a hookFunc with what every hook endpoint does: authentication,
+// the body limit, decoding and validation, the JSON answer, a log line and
+// metrics.
+func (h *Handler) hook(name string, fn hookFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		req, answer, herr := h.serve(r, fn)
+		code := http.StatusOK
+		var body []byte
+		if herr == nil {
+			var err error
+			if body, err = json.Marshal(answer); err != nil {
+				herr = &hookError{http.StatusInternalServerError, "EncodeFailed", "cannot encode the answer: " + err.Error()}
+			}
+		}
+		if herr != nil {
+			code = herr.code
+			writeError(w, herr.code, herr.reason, herr.message)
+			h.metrics.errors.WithLabelValues(name, herr.reason).Inc()
+		} else {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write(body)
+		}
+		elapsed := time.Since(start)
+		h.metrics.observe(name, code, elapsed)
+		h.log(name, req, code, herr, elapsed)
+	})
+}
+
+func (h *Handler) serve(r *http.Request, fn hookFunc) (*teamspace.Request, any, *hookError) {
+	if !h.authorized(r) {
+		return nil, nil, &hookError{http.StatusUnauthorized, "Unauthorized", "missing or wrong bearer token"}
+	}
+	buf := bufPool.Get().(*bytes.Buffer)
+	buf.Reset()
+	defer bufPool.Put(buf)
+	if _, err := buf.ReadFrom(http.MaxBytesReader(nil, r.Body, h.cfg.MaxRequestBytes)); err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return nil, nil, &hookError{http.StatusRequestEntityTooLarge, "TooLarge", "request body is larger than the limit of " + itoa(h.cfg.MaxRequestBytes) + " bytes"}
+		}
+		return nil, nil, &hookError{http.StatusBadRequest, "ReadFailed", "cannot read request body: " + err.Error()}
+	}
+	req, err := decode(buf.Bytes())
+	if err != nil {
+		return nil, nil, &hookError{http.StatusBadRequest, "InvalidJSON", err.Error()}
+	}
+	if err := req.Validate(); err != nil {
+		var re *teamspace.RequestError
+		if errors.As(err, &re) {
+			return req, nil, &hookError{http.StatusBadRequest, re.Reason, re.Message}
+		}
+		return req, nil, &hookError{http.StatusBadRequest, "InvalidRequest", err.Error()}
+	}
+	answer, herr := fn(req)
+	return req, answer, herr
+}
+
+// decode parses a request body, which must be one JSON object.
+func decode(body []byte) (*teamspace.Request, error) {
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 {
+		return nil, errors.New("request body is empty; want a JSON object from the engine")
+	}
+	if trimmed[0] != '{' {
+		return nil, errors.New("request body is not a JSON object")
+	}
+	var req teamspace.Request
+	if err := json.Unmarshal(trimmed, &req); err != nil {
+		return nil, errors.New("request body is not a valid engine request: " + err.Error())
+	}
+	return &req, nil
+}
+
+func (h *Handler) sync(req *teamspace.Request) (any, *hookError) {
+	return teamspace.Sync(req), nil
+}
+
+func (h *Handler) customize(req *teamspace.Request) (any, *hookError) {
+	return teamspace.Customize(req), nil
+}
+
+// finalize stores the archive record before anything else: if it cannot be
+// made durable the answer is an error, the engine retries with backoff, and
+// the TeamSpace and its namespace stay.
+func (h *Handler) finalize(req *teamspace.Request) (any, *hookError) {
+	m := &req.Parent.Metadata
+	file, err := h.cfg.Archive.Store(m.Name, string(m.UID), teamspace.ArchiveRecord(req))
+	if err != nil {
+		h.metrics.archiveWrites.WithLabelValues("failed").Inc()
+		return nil, &hookError{http.StatusInternalServerError, "ArchiveFailed", "cannot archive TeamSpace " + m.Name + ": " + err.Error()}
+	}
+	h.metrics.archiveWrites.WithLabelValues("stored").Inc()
+	return teamspace.Finalize(req, file), nil
+}
+
+// errorBody is the JSON of every non-200 answer.
+type errorBody struct {
+	Error  string `json:"error"`
+	Reason string `json:"reason"`
+}
+
+func writeError(w http.ResponseWriter, code int, reason, message string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(errorBody{Error: message, Reason: reason})
+}
+
+func (h *Handler) log(hook string, req *teamspace.Request, code int, herr *hookError, elapsed time.Duration) {
+	level := slog.LevelDebug
+	switch {
+	case code >= 500:
+		level = slog.LevelError
+	case code >= 400:
+		level = slog.LevelWarn
+	case hook == "finalize":
+		level = slog.LevelInfo
+	}
+	if !h.cfg.Logger.Enabled(context.Background(), level) {
+		return
+	}
+	attrs := []slog.Attr{slog.String("hook", hook), slog.Int("code", code), slog.Duration("duration", elapsed)}
+	if req != nil && req.Parent != nil {
+		attrs = append(attrs, slog.String("teamspace", req.Parent.Metadata.Name), slog.String("uid", string(req.Parent.Metadata.UID)), slog.Int64("generation", req.Parent.Metadata.Generation))
+	}
+	if herr != nil {
+		attrs = append(attrs, slog.String("reason", herr.reason), slog.String("error", herr.message))
+	}
+	h.cfg.Logger.LogAttrs(context.Background(), level, "request", attrs...)
+}

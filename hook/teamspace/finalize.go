@@ -1,0 +1,95 @@
+package teamspace
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// FinalizeResyncSeconds is how soon the engine calls finalize again while
+// children are still being deleted; namespace deletion is usually done in a
+// few seconds and a watch event often comes sooner.
+const FinalizeResyncSeconds = 1
+
+// Record is what the archive keeps of a deleted TeamSpace.
+type Record struct {
+	Name              string       `json:"name"`
+	UID               string       `json:"uid"`
+	Pods              *int         `json:"pods"`
+	CPU               string       `json:"cpu,omitempty"`
+	Namespace         string       `json:"namespace"`
+	DeletionTimestamp *metav1.Time `json:"deletionTimestamp,omitempty"`
+}
+
+// ArchiveRecord is the record finalize must make durable before it may
+// answer. A spec that bypassed validation is recorded as far as it parses.
+func ArchiveRecord(r *Request) Record {
+	m := &r.Parent.Metadata
+	rec := Record{Name: m.Name, UID: string(m.UID), Namespace: NamespaceName(m.Name), DeletionTimestamp: m.DeletionTimestamp}
+	var fields struct {
+		Pods json.Number `json:"pods"`
+		CPU  string      `json:"cpu"`
+	}
+	if json.Unmarshal(r.Parent.Spec, &fields) == nil {
+		if n, err := strconv.Atoi(fields.Pods.String()); err == nil {
+			rec.Pods = &n
+		}
+		rec.CPU = fields.CPU
+		if c, err := CanonicalQuantity(fields.CPU); err == nil {
+			rec.CPU = c
+		}
+	}
+	return rec
+}
+
+// Finalize answers the finalize hook, to be called only once the archive
+// record (named record in messages) is durable. It asks for no children, so
+// the engine deletes them, and says finalized only when none is observed any
+// more: the namespace is gone before the TeamSpace is.
+func Finalize(r *Request, record string) *Response {
+	resp := newResponse(r)
+	if !r.hasChildren() {
+		done := true
+		resp.Finalized = &done
+		resp.setReady(r, metav1.ConditionFalse, ReasonDeleting, fmt.Sprintf("archived as %s; all children are deleted", record))
+		return resp
+	}
+	notDone := false
+	resp.Finalized = &notDone
+	resp.ResyncAfterSeconds = FinalizeResyncSeconds
+	resp.setReady(r, metav1.ConditionFalse, ReasonDeleting, fmt.Sprintf("archived as %s; waiting for %s to be deleted", record, strings.Join(r.remainingChildren(), " and ")))
+	return resp
+}
+
+// remainingChildren describes the observed children in a fixed order.
+func (r *Request) remainingChildren() []string {
+	var out []string
+	if ns := r.observedNamespace(); ns != nil {
+		state := "Active"
+		if isTerminating(ns) {
+			state = "Terminating"
+		}
+		out = append(out, fmt.Sprintf("namespace %s (%s)", ns.Metadata.Name, state))
+	}
+	for _, group := range []string{NamespaceGroup, QuotaGroup} {
+		for key := range r.Children[group] {
+			if group == NamespaceGroup && key == NamespaceName(r.Parent.Metadata.Name) {
+				continue
+			}
+			out = append(out, fmt.Sprintf("%s %s", expectedChildTypes[group], key))
+		}
+	}
+	return out
+}
+
+// Customize asks the engine to show namespace team-<name> as a related object.
+func Customize(r *Request) *CustomizeResponse {
+	return &CustomizeResponse{RelatedResources: []RelatedResourceRule{{
+		APIVersion: "v1",
+		Resource:   "namespaces",
+		Names:      []string{NamespaceName(r.Parent.Metadata.Name)},
+	}}}
+}

@@ -1,0 +1,172 @@
+// Package teamspace is the pure heart of the hook: it turns a request from
+// Metacontroller into the answer, with no I/O, no clock and no randomness, so
+// the same request always gives byte-identical answers (a status that changed
+// on every call would make the engine write and re-sync forever).
+package teamspace
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// The API this hook serves and the children it manages.
+const (
+	APIVersion = "platform.labhub.io/v1alpha1"
+	Kind       = "TeamSpace"
+
+	// NamespacePrefix + name is the team's namespace.
+	NamespacePrefix = "team-"
+	// MaxNameLength keeps NamespacePrefix+name within a DNS-1123 label.
+	MaxNameLength = validation.DNS1123LabelMaxLength - len(NamespacePrefix)
+	// QuotaName is the ResourceQuota in every team namespace.
+	QuotaName = "team-quota"
+	// TeamSpaceLabel marks children with the TeamSpace they belong to.
+	TeamSpaceLabel = "platform.labhub.io/teamspace"
+	// LastAppliedAnnotation is where the engine keeps the child it last applied.
+	LastAppliedAnnotation = "metacontroller.k8s.io/last-applied-configuration"
+
+	// NamespaceGroup and QuotaGroup are the keys of children and related
+	// objects in a request (kind.version, as the engine writes them).
+	NamespaceGroup = "Namespace.v1"
+	QuotaGroup     = "ResourceQuota.v1"
+)
+
+// Request is what the engine sends to the sync, finalize and customize hooks.
+// Only the parts the hook reads are decoded; unknown fields (the controller
+// object, fields of later engine versions) are ignored.
+type Request struct {
+	Parent     *Parent               `json:"parent"`
+	Children   map[string]ObjectMap  `json:"children"`
+	Related    map[string]ObjectMap  `json:"related"`
+	Finalizing bool                  `json:"finalizing"`
+}
+
+// ObjectMap holds observed objects of one type keyed by name, or
+// namespace/name for a namespaced object.
+type ObjectMap map[string]*Object
+
+// Parent is the TeamSpace as the engine observed it.
+type Parent struct {
+	APIVersion string            `json:"apiVersion"`
+	Kind       string            `json:"kind"`
+	Metadata   metav1.ObjectMeta `json:"metadata"`
+	// Spec is kept raw: a spec that bypassed server validation must still be
+	// answered (keeping what exists), not refused as a malformed request.
+	Spec   json.RawMessage `json:"spec"`
+	Status struct {
+		Conditions []metav1.Condition `json:"conditions"`
+	} `json:"status"`
+}
+
+// Object is an observed child or related object: metadata plus the few
+// fields of Namespace and ResourceQuota the hook reads.
+type Object struct {
+	APIVersion string            `json:"apiVersion"`
+	Kind       string            `json:"kind"`
+	Metadata   metav1.ObjectMeta `json:"metadata"`
+	Spec       struct {
+		Hard map[string]string `json:"hard"`
+	} `json:"spec"`
+	Status struct {
+		Phase string `json:"phase"`
+	} `json:"status"`
+}
+
+// RequestError says why a request cannot be answered at all; the HTTP layer
+// turns it into a 4xx. Reason is a short machine-readable word for metrics.
+type RequestError struct {
+	Reason  string
+	Message string
+}
+
+func (e *RequestError) Error() string { return e.Message }
+
+func badRequest(reason, format string, args ...any) *RequestError {
+	return &RequestError{Reason: reason, Message: fmt.Sprintf(format, args...)}
+}
+
+// uidPattern admits what Kubernetes puts in metadata.uid (a UUID) and nothing
+// that could act on a path: the uid becomes part of an archive file name.
+var uidPattern = regexp.MustCompile(`^[0-9A-Za-z-]{1,64}$`)
+
+// expectedChildTypes are the only child types compositecontroller.yaml declares.
+var expectedChildTypes = map[string]string{NamespaceGroup: "Namespace", QuotaGroup: "ResourceQuota"}
+
+// Validate checks that the request is one this hook can answer: a TeamSpace
+// parent with a name that can become a namespace and a safe uid, and only the
+// child types the controller declares. The spec is not checked here.
+func (r *Request) Validate() error {
+	p := r.Parent
+	if p == nil {
+		return badRequest("MissingParent", "request has no parent object")
+	}
+	if p.APIVersion != APIVersion || p.Kind != Kind {
+		return badRequest("WrongKind", "parent is apiVersion %q kind %q, want apiVersion %q kind %q", p.APIVersion, p.Kind, APIVersion, Kind)
+	}
+	if err := ValidateName(p.Metadata.Name); err != nil {
+		return err
+	}
+	if !uidPattern.MatchString(string(p.Metadata.UID)) {
+		return badRequest("InvalidUID", "parent metadata.uid %q is not a Kubernetes uid", p.Metadata.UID)
+	}
+	for group, objs := range r.Children {
+		kind, ok := expectedChildTypes[group]
+		if !ok {
+			return badRequest("UnexpectedChild", "children of type %q are not managed by TeamSpace (want %s and %s)", group, NamespaceGroup, QuotaGroup)
+		}
+		for key, o := range objs {
+			if o == nil || o.Kind != kind {
+				return badRequest("UnexpectedChild", "children[%q][%q] is not a %s", group, key, kind)
+			}
+		}
+	}
+	return nil
+}
+
+// ValidateName checks that name can become namespace team-<name>, as the CRD
+// does; it also guarantees the name is safe as an archive file name.
+func ValidateName(name string) error {
+	if name == "" {
+		return badRequest("InvalidName", "parent metadata.name is empty")
+	}
+	if len(name) > MaxNameLength {
+		return badRequest("InvalidName", "parent metadata.name %q is %d characters; at most %d fit into namespace %s<name>", name, len(name), MaxNameLength, NamespacePrefix)
+	}
+	if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
+		return badRequest("InvalidName", "parent metadata.name %q is not a DNS-1123 label: %s", name, errs[0])
+	}
+	return nil
+}
+
+// NamespaceName is the namespace a TeamSpace gets.
+func NamespaceName(teamspace string) string { return NamespacePrefix + teamspace }
+
+// observedNamespace and observedQuota find the children under the keys the
+// engine uses (a namespaced child of a cluster-scoped parent is namespace/name).
+func (r *Request) observedNamespace() *Object {
+	return r.Children[NamespaceGroup][NamespaceName(r.Parent.Metadata.Name)]
+}
+
+func (r *Request) observedQuota() *Object {
+	return r.Children[QuotaGroup][NamespaceName(r.Parent.Metadata.Name)+"/"+QuotaName]
+}
+
+// relatedNamespace is namespace team-<name> as the customize hook asked the
+// engine to show it, whoever owns it.
+func (r *Request) relatedNamespace() *Object {
+	return r.Related[NamespaceGroup][NamespaceName(r.Parent.Metadata.Name)]
+}
+
+// hasChildren reports whether the engine still observes any child.
+func (r *Request) hasChildren() bool {
+	for _, objs := range r.Children {
+		if len(objs) > 0 {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,49 @@
+package teamspace
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// Response is the answer to sync and finalize. Children are never null: the
+// engine deletes every child left out, and null would mean all of them.
+type Response struct {
+	Status             Status                       `json:"status"`
+	Children           []*unstructured.Unstructured `json:"children"`
+	ResyncAfterSeconds float64                      `json:"resyncAfterSeconds,omitempty"`
+	// Finalized is set by finalize only.
+	Finalized *bool `json:"finalized,omitempty"`
+}
+
+// Status is the TeamSpace status the hook owns. The engine adds
+// observedGeneration itself.
+type Status struct {
+	Namespace  string             `json:"namespace,omitempty"`
+	Conditions []metav1.Condition `json:"conditions"`
+}
+
+// CustomizeResponse asks the engine to show namespace team-<name> to sync as
+// a related object whoever owns it, so a namespace the engine will not adopt
+// is reported instead of leaving the TeamSpace waiting in silence.
+type CustomizeResponse struct {
+	RelatedResources []RelatedResourceRule `json:"relatedResources"`
+}
+
+// RelatedResourceRule selects related objects by name.
+type RelatedResourceRule struct {
+	APIVersion string   `json:"apiVersion"`
+	Resource   string   `json:"resource"`
+	Names      []string `json:"names"`
+}
+
+func newResponse(r *Request) *Response {
+	resp := &Response{Children: []*unstructured.Unstructured{}}
+	if ns := r.observedNamespace(); ns != nil {
+		resp.Status.Namespace = ns.Metadata.Name
+	}
+	return resp
+}
+
+func (resp *Response) setReady(r *Request, status metav1.ConditionStatus, reason, message string) {
+	resp.Status.Conditions = []metav1.Condition{readyCondition(r, status, reason, message)}
+}

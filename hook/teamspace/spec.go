@@ -1,0 +1,109 @@
+package teamspace
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// Limits of spec.pods, as in crd.yaml.
+const (
+	MinPods = 1
+	MaxPods = 50
+	// DefaultCPU is spec.cpu when the API server did not default it.
+	DefaultCPU = "1"
+)
+
+// Spec is a valid TeamSpace spec with its values in the canonical form the
+// API server stores in a ResourceQuota, so an unchanged spec never makes the
+// engine send a write.
+type Spec struct {
+	Pods string // e.g. "4"
+	CPU  string // e.g. "500m" for "0.5"
+}
+
+// SpecError lists everything wrong with a spec, each problem naming its field.
+type SpecError struct{ Problems []string }
+
+func (e *SpecError) Error() string { return strings.Join(e.Problems, "; ") }
+
+// ParseSpec validates the raw spec the way crd.yaml does. It is needed
+// although the API server validates too: validation can be bypassed (an
+// older CRD, a direct etcd write), and then the hook must say what is wrong
+// instead of acting on it.
+func ParseSpec(raw json.RawMessage) (Spec, error) {
+	var fields map[string]json.RawMessage
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if len(bytes.TrimSpace(raw)) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+		return Spec{}, &SpecError{[]string{"spec is missing"}}
+	}
+	if err := dec.Decode(&fields); err != nil {
+		return Spec{}, &SpecError{[]string{"spec must be an object"}}
+	}
+	var spec Spec
+	var problems []string
+	pods, err := parsePods(fields["pods"])
+	if err != nil {
+		problems = append(problems, "spec.pods "+err.Error())
+	}
+	spec.Pods = pods
+	cpu, err := parseCPU(fields["cpu"])
+	if err != nil {
+		problems = append(problems, "spec.cpu "+err.Error())
+	}
+	spec.CPU = cpu
+	if len(problems) > 0 {
+		return Spec{}, &SpecError{problems}
+	}
+	return spec, nil
+}
+
+func parsePods(raw json.RawMessage) (string, error) {
+	if raw == nil {
+		return "", fmt.Errorf("is required (an integer from %d to %d)", MinPods, MaxPods)
+	}
+	var n json.Number
+	if err := json.Unmarshal(raw, &n); err != nil {
+		return "", fmt.Errorf("must be an integer from %d to %d, got %s", MinPods, MaxPods, raw)
+	}
+	f, err := strconv.ParseFloat(n.String(), 64)
+	if err != nil || f != math.Trunc(f) {
+		return "", fmt.Errorf("must be an integer from %d to %d, got %s", MinPods, MaxPods, n)
+	}
+	if f < MinPods || f > MaxPods {
+		return "", fmt.Errorf("must be from %d to %d, got %s", MinPods, MaxPods, n)
+	}
+	return strconv.Itoa(int(f)), nil
+}
+
+func parseCPU(raw json.RawMessage) (string, error) {
+	if raw == nil {
+		return DefaultCPU, nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return "", fmt.Errorf("must be a quantity string such as \"500m\" or \"2\", got %s", raw)
+	}
+	return CanonicalQuantity(s)
+}
+
+// CanonicalQuantity returns a positive quantity in the form the API server
+// stores it ("0.5" → "500m", "1000m" → "1"). The engine compares the answer
+// with the live object as JSON, so any other spelling would be written again
+// on every sync.
+func CanonicalQuantity(s string) (string, error) {
+	q, err := resource.ParseQuantity(s)
+	if err != nil {
+		return "", fmt.Errorf("%q is not a quantity (such as \"500m\", \"0.5\" or \"2\")", s)
+	}
+	if q.Sign() <= 0 {
+		return "", fmt.Errorf("%q must be positive", s)
+	}
+	return q.String(), nil
+}
