@@ -39,10 +39,10 @@ const (
 // Only the parts the hook reads are decoded; unknown fields (the controller
 // object, fields of later engine versions) are ignored.
 type Request struct {
-	Parent     *Parent               `json:"parent"`
-	Children   map[string]ObjectMap  `json:"children"`
-	Related    map[string]ObjectMap  `json:"related"`
-	Finalizing bool                  `json:"finalizing"`
+	Parent     *Parent              `json:"parent"`
+	Children   map[string]ObjectMap `json:"children"`
+	Related    map[string]ObjectMap `json:"related"`
+	Finalizing bool                 `json:"finalizing"`
 }
 
 // ObjectMap holds observed objects of one type keyed by name, or

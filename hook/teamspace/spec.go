@@ -38,12 +38,10 @@ func (e *SpecError) Error() string { return strings.Join(e.Problems, "; ") }
 // instead of acting on it.
 func ParseSpec(raw json.RawMessage) (Spec, error) {
 	var fields map[string]json.RawMessage
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
 	if len(bytes.TrimSpace(raw)) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
 		return Spec{}, &SpecError{[]string{"spec is missing"}}
 	}
-	if err := dec.Decode(&fields); err != nil {
+	if err := json.Unmarshal(raw, &fields); err != nil {
 		return Spec{}, &SpecError{[]string{"spec must be an object"}}
 	}
 	var spec Spec
@@ -69,7 +67,8 @@ func parsePods(raw json.RawMessage) (string, error) {
 		return "", fmt.Errorf("is required (an integer from %d to %d)", MinPods, MaxPods)
 	}
 	var n json.Number
-	if err := json.Unmarshal(raw, &n); err != nil {
+	// json.Number would also take the string "4": a quoted number is wrong.
+	if raw[0] == '"' || json.Unmarshal(raw, &n) != nil {
 		return "", fmt.Errorf("must be an integer from %d to %d, got %s", MinPods, MaxPods, raw)
 	}
 	f, err := strconv.ParseFloat(n.String(), 64)

@@ -1,0 +1,106 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/labhub/teamspace/hook/archive"
+)
+
+// FuzzHooks feeds arbitrary bodies, seeded with every golden request, to the
+// three hooks through the real handler. It must never panic, every refusal
+// must be a JSON 4xx, and every 200 must hold only children the API server
+// would accept: DNS-label names, the quota's namespace set, quantities that
+// parse. Run longer with: go test ./hook/server -run '^$' -fuzz FuzzHooks
+func FuzzHooks(f *testing.F) {
+	seeds, _ := filepath.Glob(filepath.Join("..", "..", "tests", "testdata", "*", "*", "request.json"))
+	if len(seeds) == 0 {
+		f.Fatal("no seeds")
+	}
+	for i, s := range seeds {
+		b, err := os.ReadFile(s)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(uint8(i), b)
+	}
+	f.Add(uint8(0), []byte(`{"parent":{"apiVersion":"platform.labhub.io/v1alpha1","kind":"TeamSpace","metadata":{"name":"a","uid":"u"},"spec":{"pods":1}}}`))
+	dir := f.TempDir()
+	a, err := archive.Open(dir)
+	if err != nil {
+		f.Fatal(err)
+	}
+	h := New(Config{Archive: a, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	paths := []string{"/sync", "/finalize", "/customize"}
+	f.Fuzz(func(t *testing.T, which uint8, body []byte) {
+		path := paths[int(which)%len(paths)]
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body)))
+		if !json.Valid(rec.Body.Bytes()) {
+			t.Fatalf("%s answered %d with non-JSON %q", path, rec.Code, rec.Body.Bytes())
+		}
+		switch {
+		case rec.Code == http.StatusOK:
+		case rec.Code >= 400 && rec.Code < 500:
+			return
+		case rec.Code == http.StatusInternalServerError && path == "/finalize":
+			return // an archive write that failed; the directory is a temp dir
+		default:
+			t.Fatalf("%s answered %d: %s", path, rec.Code, rec.Body.Bytes())
+		}
+		if path == "/customize" {
+			return
+		}
+		checkChildren(t, rec.Body.Bytes())
+	})
+}
+
+func checkChildren(t *testing.T, body []byte) {
+	var resp struct {
+		Children []struct {
+			Kind     string `json:"kind"`
+			Metadata struct {
+				Name      string `json:"name"`
+				Namespace string `json:"namespace"`
+			} `json:"metadata"`
+			Spec struct {
+				Hard map[string]string `json:"hard"`
+			} `json:"spec"`
+		} `json:"children"`
+	}
+	if err := json.Unmarshal(body, &resp); err != nil {
+		t.Fatal(err)
+	}
+	if resp.Children == nil {
+		t.Fatalf("children is null (the engine would delete everything): %s", body)
+	}
+	for _, c := range resp.Children {
+		if errs := validation.IsDNS1123Label(c.Metadata.Name); len(errs) > 0 {
+			t.Fatalf("child name %q: %v", c.Metadata.Name, errs)
+		}
+		switch c.Kind {
+		case "Namespace":
+		case "ResourceQuota":
+			if errs := validation.IsDNS1123Label(c.Metadata.Namespace); len(errs) > 0 {
+				t.Fatalf("quota namespace %q: %v", c.Metadata.Namespace, errs)
+			}
+			for k, v := range c.Spec.Hard {
+				if _, err := resource.ParseQuantity(v); err != nil {
+					t.Fatalf("quota %s=%q does not parse: %v", k, v, err)
+				}
+			}
+		default:
+			t.Fatalf("unexpected child kind %q", c.Kind)
+		}
+	}
+}

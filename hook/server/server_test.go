@@ -1,0 +1,252 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/labhub/teamspace/hook/archive"
+	_ "github.com/labhub/teamspace/tests/golden" // understands -update
+)
+
+// recorded is a real engine request (tests/testdata has all of them).
+func recorded(t testing.TB, name string) map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "tests", "testdata", name, "request.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func mutate(t testing.TB, base string, f func(m map[string]any)) []byte {
+	m := recorded(t, base)
+	f(m)
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func meta(m map[string]any) map[string]any {
+	return m["parent"].(map[string]any)["metadata"].(map[string]any)
+}
+
+func spec(m map[string]any) map[string]any {
+	return m["parent"].(map[string]any)["spec"].(map[string]any)
+}
+
+func newTestServer(t *testing.T, token string) (*httptest.Server, string) {
+	t.Helper()
+	dir := t.TempDir()
+	a, err := archive.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(New(Config{Archive: a, BearerToken: token, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
+	t.Cleanup(srv.Close)
+	return srv, dir
+}
+
+// TestBadInput sends what a broken or hostile client could send, over real
+// HTTP. Each gets a 4xx with a JSON error naming the problem, or, for a spec
+// that is merely invalid, a 200 that keeps the quota and says Ready=False;
+// the archive directory is never touched.
+func TestBadInput(t *testing.T) {
+	const gone = "finalize/recorded-children-gone"
+	const steady = "sync/recorded-steady"
+	tests := []struct {
+		name       string
+		method     string
+		path       string
+		body       []byte
+		wantCode   int
+		wantInBody string
+	}{
+		{name: "empty body", path: "/sync", body: nil, wantCode: 400, wantInBody: "empty"},
+		{name: "not JSON", path: "/sync", body: []byte("hello"), wantCode: 400, wantInBody: "not a JSON object"},
+		{name: "JSON array", path: "/finalize", body: []byte(`[{"parent":{}}]`), wantCode: 400, wantInBody: "not a JSON object"},
+		{name: "truncated JSON", path: "/sync", body: []byte(`{"parent":{"apiVersion":`), wantCode: 400, wantInBody: "not a valid engine request"},
+		{name: "wrong shape", path: "/sync", body: []byte(`{"parent":"gamma","children":[]}`), wantCode: 400, wantInBody: "not a valid engine request"},
+		{name: "12 MB body", path: "/finalize", body: bytes.Repeat([]byte(" "), 12<<20), wantCode: 413, wantInBody: "larger than the limit"},
+		{name: "GET on a hook", method: http.MethodGet, path: "/sync", wantCode: 405, wantInBody: "GET is not allowed"},
+		{name: "PUT on finalize", method: http.MethodPut, path: "/finalize", body: []byte("{}"), wantCode: 405, wantInBody: "not allowed"},
+		{name: "unknown path", path: "/../../etc/passwd", body: []byte("{}"), wantCode: 404, wantInBody: "no such endpoint"},
+		{name: "missing parent", path: "/finalize", body: []byte(`{"children":{}}`), wantCode: 400, wantInBody: "no parent"},
+		{name: "wrong apiVersion", path: "/finalize", body: mutate(t, gone, func(m map[string]any) { m["parent"].(map[string]any)["apiVersion"] = "platform.labhub.io/v1" }), wantCode: 400, wantInBody: "want apiVersion"},
+		{name: "wrong kind", path: "/sync", body: mutate(t, steady, func(m map[string]any) { m["parent"].(map[string]any)["kind"] = "Namespace" }), wantCode: 400, wantInBody: `kind \"Namespace\"`},
+		{name: "name with slash", path: "/finalize", body: mutate(t, gone, func(m map[string]any) { meta(m)["name"] = "a/b" }), wantCode: 400, wantInBody: "DNS-1123"},
+		{name: "name with dot-dot", path: "/finalize", body: mutate(t, gone, func(m map[string]any) { meta(m)["name"] = ".." }), wantCode: 400, wantInBody: "DNS-1123"},
+		{name: "name with NUL", path: "/finalize", body: mutate(t, gone, func(m map[string]any) { meta(m)["name"] = "a\x00b" }), wantCode: 400, wantInBody: "DNS-1123"},
+		{name: "uppercase name", path: "/finalize", body: mutate(t, gone, func(m map[string]any) { meta(m)["name"] = "Gamma" }), wantCode: 400, wantInBody: "DNS-1123"},
+		{name: "empty name", path: "/finalize", body: mutate(t, gone, func(m map[string]any) { meta(m)["name"] = "" }), wantCode: 400, wantInBody: "empty"},
+		{name: "64 characters", path: "/finalize", body: mutate(t, gone, func(m map[string]any) { meta(m)["name"] = strings.Repeat("a", 64) }), wantCode: 400, wantInBody: "at most 58"},
+		{name: "uid with slash", path: "/finalize", body: mutate(t, gone, func(m map[string]any) { meta(m)["uid"] = "../x" }), wantCode: 400, wantInBody: "metadata.uid"},
+		{name: "missing uid", path: "/finalize", body: mutate(t, gone, func(m map[string]any) { delete(meta(m), "uid") }), wantCode: 400, wantInBody: "metadata.uid"},
+		{name: "child of unexpected kind", path: "/sync", body: mutate(t, steady, func(m map[string]any) {
+			m["children"].(map[string]any)["ConfigMap.v1"] = map[string]any{"x": map[string]any{"kind": "ConfigMap"}}
+		}), wantCode: 400, wantInBody: "ConfigMap.v1"},
+		{name: "child of wrong kind under a known type", path: "/sync", body: mutate(t, steady, func(m map[string]any) {
+			m["children"].(map[string]any)["Namespace.v1"] = map[string]any{"team-gamma": map[string]any{"kind": "Secret"}}
+		}), wantCode: 400, wantInBody: "is not a Namespace"},
+		{name: "pods as string", path: "/sync", body: mutate(t, steady, func(m map[string]any) { spec(m)["pods"] = "3" }), wantCode: 200, wantInBody: "spec.pods must be an integer"},
+		{name: "pods as float", path: "/sync", body: mutate(t, steady, func(m map[string]any) { spec(m)["pods"] = 2.5 }), wantCode: 200, wantInBody: "spec.pods must be an integer"},
+		{name: "pods negative", path: "/sync", body: mutate(t, steady, func(m map[string]any) { spec(m)["pods"] = -1 }), wantCode: 200, wantInBody: "spec.pods must be from 1 to 50"},
+		{name: "pods huge", path: "/sync", body: mutate(t, steady, func(m map[string]any) { spec(m)["pods"] = 1e300 }), wantCode: 200, wantInBody: "spec.pods must be from 1 to 50"},
+		{name: "cpu invalid", path: "/sync", body: mutate(t, steady, func(m map[string]any) { spec(m)["cpu"] = "lots" }), wantCode: 200, wantInBody: `spec.cpu \"lots\" is not a quantity`},
+		{name: "unknown fields are ignored", path: "/sync", body: mutate(t, steady, func(m map[string]any) { m["newEngineField"] = []any{1, 2}; meta(m)["newMetaField"] = true }), wantCode: 200, wantInBody: `"status":"True"`},
+	}
+	srv, dir := newTestServer(t, "")
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			method := tt.method
+			if method == "" {
+				method = http.MethodPost
+			}
+			req, err := http.NewRequest(method, srv.URL+tt.path, bytes.NewReader(tt.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := srv.Client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != tt.wantCode {
+				t.Fatalf("code = %d, want %d; body %s", resp.StatusCode, tt.wantCode, body)
+			}
+			if !json.Valid(body) || resp.Header.Get("Content-Type") != "application/json" {
+				t.Errorf("answer is not JSON (%s): %s", resp.Header.Get("Content-Type"), body)
+			}
+			if !bytes.Contains(body, []byte(tt.wantInBody)) {
+				t.Errorf("body does not contain %q: %s", tt.wantInBody, body)
+			}
+			if tt.wantCode == 200 && tt.path == "/sync" && !bytes.Contains(body, []byte(`"ResourceQuota"`)) {
+				t.Errorf("an invalid spec dropped the existing quota: %s", body)
+			}
+			if tt.wantCode >= 400 {
+				var e errorBody
+				if err := json.Unmarshal(body, &e); err != nil || e.Error == "" || e.Reason == "" {
+					t.Errorf("error body lacks error and reason: %s", body)
+				}
+			}
+			if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+				t.Errorf("archive directory touched: %v", entries)
+			}
+		})
+	}
+}
+
+func TestBearerToken(t *testing.T) {
+	srv, _ := newTestServer(t, "s3cret")
+	body, err := os.ReadFile(filepath.Join("..", "..", "tests", "testdata", "sync", "recorded-steady", "request.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name     string
+		header   string
+		wantCode int
+	}{
+		{name: "no header", wantCode: 401},
+		{name: "wrong token", header: "Bearer s3cres", wantCode: 401},
+		{name: "prefix of the token", header: "Bearer s3c", wantCode: 401},
+		{name: "basic auth", header: "Basic czNjcmV0", wantCode: 401},
+		{name: "right token", header: "Bearer s3cret", wantCode: 200},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req, _ := http.NewRequest(http.MethodPost, srv.URL+"/sync", bytes.NewReader(body))
+			if tt.header != "" {
+				req.Header.Set("Authorization", tt.header)
+			}
+			resp, err := srv.Client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tt.wantCode {
+				t.Errorf("code = %d, want %d", resp.StatusCode, tt.wantCode)
+			}
+		})
+	}
+	resp, err := srv.Client().Get(srv.URL + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("/healthz needs no token, got %d", resp.StatusCode)
+	}
+}
+
+func TestFinalizeArchiveFailureIsAnError(t *testing.T) {
+	srv, dir := newTestServer(t, "")
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	body, err := os.ReadFile(filepath.Join("..", "..", "tests", "testdata", "finalize", "recorded-children-gone", "request.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := srv.Client().Post(srv.URL+"/finalize", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	got, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 500 || bytes.Contains(got, []byte("finalized")) || !bytes.Contains(got, []byte("ArchiveFailed")) {
+		t.Errorf("got %d %s, want 500 ArchiveFailed without finalized", resp.StatusCode, got)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("the archive directory was re-created: %v", err)
+	}
+}
+
+func TestMetrics(t *testing.T) {
+	srv, _ := newTestServer(t, "")
+	body, _ := os.ReadFile(filepath.Join("..", "..", "tests", "testdata", "finalize", "recorded-children-gone", "request.json"))
+	for _, path := range []string{"/finalize", "/sync"} {
+		resp, err := srv.Client().Post(srv.URL+path, "application/json", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	resp, err := srv.Client().Post(srv.URL+"/sync", "application/json", strings.NewReader("nope"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	resp, err = srv.Client().Get(srv.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	text, _ := io.ReadAll(resp.Body)
+	for _, want := range []string{
+		`teamspace_hook_requests_total{code="200",hook="finalize"} 1`,
+		`teamspace_hook_requests_total{code="200",hook="sync"} 1`,
+		`teamspace_hook_requests_total{code="400",hook="sync"} 1`,
+		`teamspace_hook_errors_total{hook="sync",reason="InvalidJSON"} 1`,
+		`teamspace_archive_writes_total{result="stored"} 1`,
+		`teamspace_hook_request_duration_seconds_count{hook="sync"} 2`,
+	} {
+		if !bytes.Contains(text, []byte(want)) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+}
