@@ -1,0 +1,219 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	_ "github.com/labhub/teamspace/tests/golden" // understands -update
+)
+
+func TestParseFlags(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		want    options
+		wantErr string
+	}{
+		{name: "defaults", args: nil, want: options{listenAddress: "127.0.0.1:8080", archiveDir: "./archive", logLevel: "info", maxRequestBytes: 4 << 20, shutdownTimeout: 10 * time.Second}},
+		{name: "kebab-case flags", args: []string{"--listen-address=127.0.0.1:9", "--archive-dir=/a", "--log-level=debug"}, want: options{listenAddress: "127.0.0.1:9", archiveDir: "/a", logLevel: "debug", maxRequestBytes: 4 << 20, shutdownTimeout: 10 * time.Second}},
+		{name: "tls cert without key", args: []string{"--tls-cert-file=c"}, wantErr: "go together"},
+		{name: "unknown flag", args: []string{"--listen=x"}, wantErr: "not defined"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := parseFlags(tt.args)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Fatalf("parseFlags = %+v, %v; want %+v", got, err, tt.want)
+			}
+		})
+	}
+}
+
+// buildHook builds this program once per test binary.
+var buildHook = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "teamspace-hook-test")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "teamspace-hook")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	return bin, nil
+})
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+type proc struct {
+	cmd    *exec.Cmd
+	stderr *bytes.Buffer
+	mu     *sync.Mutex
+}
+
+func (p proc) logs() string { p.mu.Lock(); defer p.mu.Unlock(); return p.stderr.String() }
+
+func startHook(t *testing.T, args ...string) proc {
+	t.Helper()
+	bin, err := buildHook()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, args...)
+	pipe, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := proc{cmd: cmd, stderr: &bytes.Buffer{}, mu: &sync.Mutex{}}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	serving := make(chan struct{})
+	go func() {
+		s := bufio.NewScanner(pipe)
+		once := sync.Once{}
+		for s.Scan() {
+			p.mu.Lock()
+			p.stderr.WriteString(s.Text() + "\n")
+			p.mu.Unlock()
+			if strings.Contains(s.Text(), `"msg":"serving"`) {
+				once.Do(func() { close(serving) })
+			}
+		}
+	}()
+	select {
+	case <-serving:
+	case <-time.After(10 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatalf("hook did not start: %s", p.logs())
+	}
+	return p
+}
+
+func finalizeBody(t *testing.T, name, uid string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "tests", "testdata", "finalize", "recorded-children-gone", "request.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	md := m["parent"].(map[string]any)["metadata"].(map[string]any)
+	md["name"], md["uid"] = name, uid
+	out, _ := json.Marshal(m)
+	return out
+}
+
+// TestRestartLosesNothing plays the engine against a hook that is stopped
+// with SIGTERM and started again while finalize calls keep coming: a call
+// that failed is retried (as the engine does), every TeamSpace that was
+// answered finalized has its record, and SIGTERM exits cleanly.
+func TestRestartLosesNothing(t *testing.T) {
+	addr, dir := freeAddr(t), t.TempDir()
+	args := []string{"--listen-address=" + addr, "--archive-dir=" + dir}
+	hook := startHook(t, args...)
+
+	const teamspaces = 120
+	finalized := make([]bool, teamspaces)
+	var wg sync.WaitGroup
+	client := &http.Client{Timeout: 5 * time.Second}
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := w; i < teamspaces; i += 4 {
+				body := finalizeBody(t, fmt.Sprintf("ts-%d", i), fmt.Sprintf("00000000-0000-4000-8000-%012d", i))
+				for attempt := 0; attempt < 200 && !finalized[i]; attempt++ {
+					resp, err := client.Post("http://"+addr+"/finalize", "application/json", bytes.NewReader(body))
+					if err != nil {
+						time.Sleep(20 * time.Millisecond) // the engine backs off too
+						continue
+					}
+					got, _ := io.ReadAll(resp.Body)
+					resp.Body.Close()
+					finalized[i] = resp.StatusCode == 200 && bytes.Contains(got, []byte(`"finalized":true`))
+				}
+			}
+		}(w)
+	}
+	time.Sleep(150 * time.Millisecond)
+	if err := hook.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := hook.cmd.Wait(); err != nil {
+		t.Errorf("hook exited with %v after SIGTERM; logs:\n%s", err, hook.logs())
+	}
+	if !strings.Contains(hook.logs(), "shutting down") {
+		t.Errorf("no graceful shutdown logged:\n%s", hook.logs())
+	}
+	hook = startHook(t, args...)
+	wg.Wait()
+	_ = hook.cmd.Process.Signal(syscall.SIGTERM)
+	_ = hook.cmd.Wait()
+
+	for i, ok := range finalized {
+		if !ok {
+			t.Errorf("ts-%d was never answered finalized", i)
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("ts-%d.json", i)))
+		if err != nil {
+			t.Errorf("ts-%d finalized without a record: %v", i, err)
+			continue
+		}
+		var rec struct{ UID string }
+		if err := json.Unmarshal(b, &rec); err != nil || rec.UID == "" {
+			t.Errorf("ts-%d record is not whole: %v %q", i, err, b)
+		}
+	}
+}
+
+func TestWarnsOnPlainHTTPOffLoopback(t *testing.T) {
+	tests := []struct {
+		name     string
+		address  string
+		wantWarn bool
+	}{
+		{name: "loopback", address: freeAddr(t), wantWarn: false},
+		{name: "all interfaces", address: "0.0.0.0:0", wantWarn: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			hook := startHook(t, "--listen-address="+tt.address, "--archive-dir="+t.TempDir())
+			_ = hook.cmd.Process.Signal(syscall.SIGTERM)
+			_ = hook.cmd.Wait()
+			if got := strings.Contains(hook.logs(), "plain HTTP on a non-loopback address"); got != tt.wantWarn {
+				t.Errorf("warning logged = %v, want %v:\n%s", got, tt.wantWarn, hook.logs())
+			}
+		})
+	}
+}
