@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -30,6 +31,13 @@ const staleTmpAge = 10 * time.Minute
 // Archive writes records into one directory.
 type Archive struct {
 	dir string
+	// durable remembers the records this process has itself made durable
+	// (file name → uid). The engine calls finalize on every event until the
+	// TeamSpace is gone; a record made durable here need not be synced
+	// again. It is only a cache: after a restart every record found on disk
+	// is synced once more, since an earlier process may have died before it
+	// synced the directory.
+	durable sync.Map
 }
 
 // Open creates the directory if needed (the default ./archive must work on a
@@ -91,9 +99,16 @@ func (a *Archive) Store(name, uid string, record any) (string, error) {
 func (a *Archive) storeAs(file, uid string, data []byte) (bool, error) {
 	path := filepath.Join(a.dir, file)
 	owner, err := recordUID(path)
+	if cached, ok := a.durable.Load(file); ok && cached == uid && err == nil && owner == uid {
+		return true, nil
+	}
 	switch {
 	case err == nil && owner == uid:
-		return true, a.syncExisting(path)
+		if err := a.syncExisting(path); err != nil {
+			return false, err
+		}
+		a.durable.Store(file, uid)
+		return true, nil
 	case err == nil:
 		return false, nil
 	case !errors.Is(err, fs.ErrNotExist):
@@ -123,7 +138,11 @@ func (a *Archive) storeAs(file, uid string, data []byte) (bool, error) {
 		}
 		return false, fmt.Errorf("archive: %w", err)
 	}
-	return true, a.syncDir()
+	if err := a.syncDir(); err != nil {
+		return false, err
+	}
+	a.durable.Store(file, uid)
+	return true, nil
 }
 
 // recordUID reads whose record a file holds. A file that is not a record
