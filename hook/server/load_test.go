@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -28,13 +27,7 @@ func TestLoad(t *testing.T) {
 		total = 2000
 	}
 	const conns = 64
-	read := func(p string) []byte {
-		b, err := os.ReadFile(filepath.Join("..", "..", "tests", "testdata", p, "request.json"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
+	read := func(golden string) []byte { return requestBody(t, golden) }
 	bodies := []struct {
 		path string
 		body []byte

@@ -16,13 +16,20 @@ import (
 	_ "github.com/labhub/teamspace/tests/golden" // understands -update
 )
 
-// recorded is a real engine request (tests/testdata has all of them).
+// requestBody is the request of a golden case, e.g. "sync/recorded-steady".
+func requestBody(tb testing.TB, golden string) []byte {
+	tb.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "tests", "testdata", golden, "request.json"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}
+
+// recorded is a golden case's request, decoded for editing.
 func recorded(t testing.TB, name string) map[string]any {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "tests", "testdata", name, "request.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := requestBody(t, name)
 	var m map[string]any
 	if err := json.Unmarshal(b, &m); err != nil {
 		t.Fatal(err)
@@ -152,10 +159,7 @@ func TestBadInput(t *testing.T) {
 
 func TestBearerToken(t *testing.T) {
 	srv, _ := newTestServer(t, "s3cret")
-	body, err := os.ReadFile(filepath.Join("..", "..", "tests", "testdata", "sync", "recorded-steady", "request.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	body := requestBody(t, "sync/recorded-steady")
 	tests := []struct {
 		name     string
 		header   string
@@ -198,10 +202,7 @@ func TestFinalizeArchiveFailureIsAnError(t *testing.T) {
 	if err := os.RemoveAll(dir); err != nil {
 		t.Fatal(err)
 	}
-	body, err := os.ReadFile(filepath.Join("..", "..", "tests", "testdata", "finalize", "recorded-children-gone", "request.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	body := requestBody(t, "finalize/recorded-children-gone")
 	resp, err := srv.Client().Post(srv.URL+"/finalize", "application/json", bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
@@ -218,7 +219,7 @@ func TestFinalizeArchiveFailureIsAnError(t *testing.T) {
 
 func TestMetrics(t *testing.T) {
 	srv, _ := newTestServer(t, "")
-	body, _ := os.ReadFile(filepath.Join("..", "..", "tests", "testdata", "finalize", "recorded-children-gone", "request.json"))
+	body := requestBody(t, "finalize/recorded-children-gone")
 	for _, path := range []string{"/finalize", "/sync"} {
 		resp, err := srv.Client().Post(srv.URL+path, "application/json", bytes.NewReader(body))
 		if err != nil {
