@@ -1,0 +1,201 @@
+# shellcheck shell=bash disable=SC2034 # (variables used by the scripts that source it)
+# Shared by hack/deploy/install.sh and hack/deploy/uninstall.sh: settings,
+# logging and the SERVICE_MANAGER=none runner. Source it; it runs nothing.
+
+deploy_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$deploy_dir/../.." && pwd)
+
+# The namespace and ServiceAccount of the engine's credential (rbac.yaml).
+TS_NAMESPACE=teamspace-system
+TS_SERVICE_ACCOUNT=metacontroller
+TS_TOKEN_SECRET=metacontroller-token
+TS_UNITS=(teamspace-hook metacontroller)
+TS_COMPOSITECONTROLLER=teamspace
+TS_CRD=teamspaces.platform.labhub.io
+
+: "${prog:=deploy}"
+
+say() { printf '%s: %s\n' "$prog" "$*" >&2; }
+warn() { printf '%s: WARNING: %s\n' "$prog" "$*" >&2; }
+die() {
+	printf '%s: error: %s\n' "$prog" "$*" >&2
+	exit 1
+}
+
+# load_settings reads the settings both scripts share from the environment
+# (the flags of the scripts set the same variables first).
+load_settings() {
+	SERVICE_MANAGER=${SERVICE_MANAGER:-systemd}
+	DESTDIR=${DESTDIR:-}
+	PREFIX=${PREFIX:-/usr/local}
+	KUBECTL=${KUBECTL:-kubectl}
+	case $SERVICE_MANAGER in
+	systemd | none) ;;
+	*) die "SERVICE_MANAGER must be systemd or none, not '$SERVICE_MANAGER'" ;;
+	esac
+	local v
+	for v in "$DESTDIR" "$PREFIX"; do
+		[[ $v =~ ^[A-Za-z0-9_./+-]*$ ]] || die "DESTDIR/PREFIX may only contain letters, digits and _ . / + - ('$v')"
+	done
+	[[ $PREFIX == /* ]] || die "PREFIX must be an absolute path ('$PREFIX')"
+	if [[ -n $DESTDIR ]]; then
+		[[ $DESTDIR == /* ]] || die "DESTDIR must be an absolute path ('$DESTDIR')"
+		[[ $SERVICE_MANAGER == none ]] || die "DESTDIR is for test installs and needs SERVICE_MANAGER=none (systemd would not see units under $DESTDIR)"
+	fi
+	# Where things live. Unlike the GNU convention, the files installed under
+	# DESTDIR refer to each other with the DESTDIR paths, so that a DESTDIR
+	# install actually runs (SERVICE_MANAGER=none).
+	bindir=$DESTDIR$PREFIX/bin
+	confdir=$DESTDIR/etc/teamspace
+	statedir=$DESTDIR/var/lib/teamspace
+	unitdir=$DESTDIR/etc/systemd/system
+	rundir=$DESTDIR/run/teamspace
+	logdir=$DESTDIR/var/log/teamspace
+	engine_kubeconfig=$confdir/metacontroller.kubeconfig
+}
+
+# kc runs kubectl with the installer's (admin) credential: $KUBECONFIG, or
+# k3s's admin kubeconfig when KUBECONFIG is unset.
+kc() { "$KUBECTL" "$@"; }
+
+default_kubeconfig() {
+	if [[ -z ${KUBECONFIG:-} ]]; then
+		if [[ -r /etc/rancher/k3s/k3s.yaml ]]; then
+			export KUBECONFIG=/etc/rancher/k3s/k3s.yaml
+		else
+			die "KUBECONFIG is not set and /etc/rancher/k3s/k3s.yaml is not readable: point KUBECONFIG at a cluster-admin kubeconfig"
+		fi
+	fi
+}
+
+# --- SERVICE_MANAGER=none: the unit's own command line, without systemd ----
+
+# unit_command NAME prints, NUL-separated, the environment assignments of the
+# installed unit NAME.service (Environment= lines), a lone "--", then its
+# ExecStart= words after expanding what systemd would expand there: $VAR
+# (split into words), ${VAR} (one word), %d (the credentials directory,
+# emulated under $rundir/credentials/NAME) and %%. Units are kept simple
+# enough for this: one ExecStart=, no quotes in it, no other specifiers.
+unit_command() {
+	local name=$1 file=$unitdir/$1.service line exec="" cont="" key value word out w
+	local -A env=()
+	local -a order=() argv=()
+	[[ -r $file ]] || die "$file not found (run install.sh first)"
+	while IFS= read -r line || [[ -n $line ]]; do
+		if [[ -n $cont ]]; then
+			line="$cont ${line#"${line%%[![:space:]]*}"}"
+			cont=""
+		fi
+		if [[ $line == *\\ ]]; then
+			cont=${line%\\}
+			continue
+		fi
+		case $line in
+		Environment=*)
+			value=${line#Environment=}
+			if [[ $value == \"*\" ]]; then
+				value=${value#\"}
+				value=${value%\"}
+			fi
+			key=${value%%=*}
+			[[ $value == *=* && $key =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] || die "$file: cannot parse: $line"
+			[[ -v "env[$key]" ]] || order+=("$key")
+			env[$key]=${value#*=}
+			;;
+		ExecStart=*)
+			[[ -z $exec ]] || die "$file: more than one ExecStart="
+			exec=${line#ExecStart=}
+			;;
+		esac
+	done <"$file"
+	[[ -n $exec ]] || die "$file: no ExecStart="
+	[[ $exec != *[\"\']* ]] || die "$file: quotes in ExecStart= are not supported by SERVICE_MANAGER=none"
+	read -r -a argv <<<"$exec"
+	for key in "${order[@]}"; do
+		printf '%s=%s\0' "$key" "${env[$key]}"
+	done
+	printf -- '--\0'
+	for word in "${argv[@]}"; do
+		if [[ $word =~ ^\$([A-Za-z_][A-Za-z0-9_]*)$ ]]; then
+			key=${BASH_REMATCH[1]}
+			read -r -a out <<<"${env[$key]:-}"
+			for w in "${out[@]}"; do printf '%s\0' "$w"; done
+			continue
+		fi
+		while [[ $word =~ \$\{([A-Za-z_][A-Za-z0-9_]*)\} ]]; do
+			key=${BASH_REMATCH[1]}
+			word=${word//"\${$key}"/"${env[$key]:-}"}
+		done
+		word=${word//%d/$rundir/credentials/$name}
+		word=${word//%%/%}
+		[[ $word != *%* && $word != *\$* ]] || die "$file: unsupported specifier or variable in '$word'"
+		printf '%s\0' "$word"
+	done
+}
+
+# unit_credentials NAME copies the files of the unit's LoadCredential=ID:PATH
+# lines to $rundir/credentials/NAME/ID (what systemd does, root-only).
+unit_credentials() {
+	local name=$1 line spec dir=$rundir/credentials/$1
+	mkdir -p "$dir"
+	chmod 0700 "$dir"
+	while IFS= read -r line; do
+		[[ $line == LoadCredential=* ]] || continue
+		spec=${line#LoadCredential=}
+		[[ -r ${spec#*:} ]] || die "credential ${spec#*:} of $name.service is missing"
+		install -m 0600 "${spec#*:}" "$dir/${spec%%:*}"
+	done <"$unitdir/$name.service"
+}
+
+# pid_running NAME prints the PID from NAME's pid file if that process still
+# runs the unit's binary.
+pid_running() {
+	local name=$1 pid exe
+	[[ -r $rundir/$name.pid ]] || return 1
+	pid=$(<"$rundir/$name.pid")
+	[[ $pid =~ ^[0-9]+$ ]] || return 1
+	[[ -d /proc/$pid ]] || return 1
+	exe=$(tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null | sed -n 1p) || return 1
+	[[ $exe == "$bindir/"* ]] || return 1
+	printf '%s\n' "$pid"
+}
+
+# none_stop NAME stops the process started by none_start (SIGTERM, as
+# KillSignal= says; SIGKILL after 30 s).
+none_stop() {
+	local name=$1 pid i
+	if pid=$(pid_running "$name"); then
+		say "stopping $name (pid $pid)"
+		kill -TERM "$pid" 2>/dev/null || true
+		for ((i = 0; i < 300; i++)); do
+			[[ -d /proc/$pid ]] || break
+			sleep 0.1
+		done
+		if [[ -d /proc/$pid ]]; then
+			warn "$name (pid $pid) did not stop within 30 s; killing it"
+			kill -KILL "$pid" 2>/dev/null || true
+		fi
+	fi
+	rm -f "$rundir/$name.pid"
+}
+
+# none_start NAME (re)starts the unit's ExecStart= in the background, with
+# its Environment=, a pid file under $rundir and a log under $logdir.
+none_start() {
+	local name=$1 item seen_sep=""
+	local -a envs=() argv=()
+	none_stop "$name"
+	unit_credentials "$name"
+	while IFS= read -r -d '' item; do
+		if [[ -z $seen_sep ]]; then
+			if [[ $item == -- ]]; then seen_sep=1; else envs+=("$item"); fi
+		else
+			argv+=("$item")
+		fi
+	done < <(unit_command "$name")
+	((${#argv[@]} > 0)) || die "cannot read the command line of $name.service"
+	mkdir -p "$rundir" "$logdir"
+	say "starting $name: ${argv[*]} (log: $logdir/$name.log)"
+	env "${envs[@]}" "${argv[@]}" </dev/null >>"$logdir/$name.log" 2>&1 &
+	printf '%s\n' "$!" >"$rundir/$name.pid"
+}

@@ -1,0 +1,155 @@
+package cluster_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+func TestCRDEstablished(t *testing.T) {
+	needCluster(t)
+	installCRD(t)
+	out := mustKubectl(t, "", "get", "crd", crdName,
+		"-o", `jsonpath={.status.conditions[?(@.type=="Established")].status}`)
+	if out != "True" {
+		t.Fatalf("CRD %s Established = %q, want True", crdName, out)
+	}
+	// The short name and the printer columns are part of what users see.
+	mustKubectl(t, "", "get", "ts")
+}
+
+// TestValidation: the API server itself refuses a bad TeamSpace, naming the
+// field, and accepts (and defaults) a good one.
+func TestValidation(t *testing.T) {
+	needCluster(t)
+	installCRD(t)
+
+	s := suffix(t, 6)
+	// A name of n characters unique to this run: "v" + suffix + padding.
+	nameOfLength := func(n int) string {
+		name := "v" + s
+		return name + strings.Repeat("x", n-len(name))
+	}
+
+	refused := []struct {
+		name string
+		obj  string
+		// want lists what the error must contain: the field path first.
+		want []string
+	}{
+		{"pods 0", teamSpace("v0-"+s, map[string]any{"pods": 0}), []string{"spec.pods", "Invalid value"}},
+		{"pods 51", teamSpace("v51-"+s, map[string]any{"pods": 51}), []string{"spec.pods", "Invalid value"}},
+		{"pods missing", teamSpace("vmissing-"+s, map[string]any{"cpu": "1"}), []string{"spec.pods", "Required value"}},
+		{"spec missing", teamSpace("vnospec-"+s, nil), []string{"spec", "Required value"}},
+		{"pods not an integer", teamSpace("vstr-"+s, map[string]any{"pods": "3"}), []string{"spec.pods", "Invalid value"}},
+		{"cpu lots", teamSpace("vlots-"+s, map[string]any{"pods": 3, "cpu": "lots"}), []string{"spec.cpu", "Invalid value"}},
+		{"cpu -1", teamSpace("vneg-"+s, map[string]any{"pods": 3, "cpu": "-1"}), []string{"spec.cpu", "Invalid value"}},
+		{"cpu 0", teamSpace("vzero-"+s, map[string]any{"pods": 3, "cpu": "0"}), []string{"spec.cpu", "Invalid value"}},
+		{"name a.b", teamSpace("a.b", map[string]any{"pods": 3}), []string{"metadata.name", "Invalid value"}},
+		{"name Upper", teamSpace("Upper", map[string]any{"pods": 3}), []string{"metadata.name", "Invalid value"}},
+		{"name of 59 characters", teamSpace(nameOfLength(59), map[string]any{"pods": 3}), []string{"metadata.name", "Invalid value"}},
+	}
+	for _, tc := range refused {
+		t.Run("refuses "+tc.name, func(t *testing.T) {
+			out, err := kubectl(t, tc.obj, "create", "-f", "-")
+			if err == nil {
+				// Accepted by mistake: do not leave it behind.
+				mustKubectl(t, tc.obj, "delete", "-f", "-", "--wait=false")
+				t.Fatalf("the API server accepted %s: %s", tc.obj, out)
+			}
+			msg := err.Error()
+			if !strings.Contains(msg, "is invalid") {
+				t.Fatalf("want a validation error, got: %v", err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(msg, w) {
+					t.Errorf("error does not contain %q: %v", w, err)
+				}
+			}
+		})
+	}
+
+	accepted := []struct {
+		name    string
+		objName string
+		spec    map[string]any
+		wantCPU string
+	}{
+		{"name of 58 characters", nameOfLength(58), map[string]any{"pods": 1}, "1"},
+		{"cpu 0.5", "vhalf-" + s, map[string]any{"pods": 50, "cpu": "0.5"}, "0.5"},
+		{"cpu 500m", "vmilli-" + s, map[string]any{"pods": 2, "cpu": "500m"}, "500m"},
+		{"cpu defaults to 1", "vdefault-" + s, map[string]any{"pods": 3}, "1"},
+	}
+	for _, tc := range accepted {
+		t.Run("accepts "+tc.name, func(t *testing.T) {
+			obj := teamSpace(tc.objName, tc.spec)
+			deleteOnCleanup(t, "teamspace", tc.objName)
+			mustKubectl(t, obj, "create", "-f", "-")
+			got, found := getObject(t, "teamspace", tc.objName)
+			if !found {
+				t.Fatalf("teamspace %s not found after create", tc.objName)
+			}
+			if cpu := str(field(got, "spec", "cpu")); cpu != tc.wantCPU {
+				t.Errorf("spec.cpu = %q, want %q", cpu, tc.wantCPU)
+			}
+			if pods := str(field(got, "spec", "pods")); pods != fmt.Sprint(tc.spec["pods"]) {
+				t.Errorf("spec.pods = %q, want %v", pods, tc.spec["pods"])
+			}
+		})
+	}
+}
+
+// TestGeneration: what bumps metadata.generation, the number the controller
+// reports back as status.observedGeneration.
+func TestGeneration(t *testing.T) {
+	needCluster(t)
+	installCRD(t)
+
+	name := "gen-" + suffix(t, 8)
+	deleteOnCleanup(t, "teamspace", name)
+	mustKubectl(t, teamSpace(name, map[string]any{"pods": 3}), "create", "-f", "-")
+
+	generation := func() string {
+		t.Helper()
+		return mustKubectl(t, "", "get", "teamspace", name, "-o", "jsonpath={.metadata.generation}")
+	}
+	if g := generation(); g != "1" {
+		t.Fatalf("generation after create = %s, want 1", g)
+	}
+
+	// Metadata is not spec: a label leaves the generation alone.
+	mustKubectl(t, "", "label", "teamspace", name, "team.labhub.io/test=label")
+	if g := generation(); g != "1" {
+		t.Errorf("generation after adding a label = %s, want 1", g)
+	}
+
+	// With the status subresource, status sent to the main resource is
+	// dropped: nothing changes at all.
+	out := mustKubectl(t, "", "patch", "teamspace", name, "--type=merge",
+		"-p", `{"status":{"namespace":"team-x","observedGeneration":7}}`)
+	if !strings.Contains(out, "patched (no change)") {
+		t.Errorf("a status patch on the main resource said %q, want \"patched (no change)\"", strings.TrimSpace(out))
+	}
+	if g := generation(); g != "1" {
+		t.Errorf("generation after a status patch on the main resource = %s, want 1", g)
+	}
+	if st := mustKubectl(t, "", "get", "teamspace", name, "-o", "jsonpath={.status}"); st != "" {
+		t.Errorf("status after a status patch on the main resource = %s, want none", st)
+	}
+
+	// A spec change does.
+	mustKubectl(t, "", "patch", "teamspace", name, "--type=merge", "-p", `{"spec":{"pods":4}}`)
+	if g := generation(); g != "2" {
+		t.Errorf("generation after a spec change = %s, want 2", g)
+	}
+
+	// A write through the status subresource does not, and is kept.
+	mustKubectl(t, "", "patch", "teamspace", name, "--subresource=status", "--type=merge",
+		"-p", `{"status":{"observedGeneration":2,"namespace":"team-`+name+`"}}`)
+	if g := generation(); g != "2" {
+		t.Errorf("generation after a status subresource write = %s, want 2", g)
+	}
+	if og := mustKubectl(t, "", "get", "teamspace", name, "-o", "jsonpath={.status.observedGeneration}"); og != "2" {
+		t.Errorf("status.observedGeneration = %q after writing it through the status subresource, want 2", og)
+	}
+}

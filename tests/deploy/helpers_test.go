@@ -1,0 +1,406 @@
+// Package deploy tests hack/deploy: the systemd units, the shell scripts,
+// the kustomize overlay, install.sh/uninstall.sh against a live control
+// plane and the narrowed RBAC of the engine.
+//
+// Without a cluster only the offline checks run:
+//
+//	go test ./tests/deploy
+//
+// The cluster checks need KUBECONFIG (hack/cluster.sh up, then
+// eval "$(hack/cluster.sh env)"), and the RBAC-sufficiency check also
+// METACONTROLLER_BIN; hack/test.sh does all of that. They install the
+// CompositeController "teamspace", namespace teamspace-system and an engine
+// into that cluster: give them a cluster of their own. As a guard against a
+// KUBECONFIG left pointing at a real cluster, they only run against an API
+// server on loopback unless TEAMSPACE_DEPLOY_TEST_ANY_CLUSTER=1.
+//
+// The package uses the standard library only: kubectl (needed anyway)
+// turns YAML into JSON offline (see decodeManifests).
+package deploy
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// repoRoot is the repository's top directory.
+func repoRoot(t testing.TB) string {
+	t.Helper()
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		t.Fatal("cannot locate the test source")
+	}
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+// result is what a command did.
+type result struct {
+	stdout, stderr string
+	err            error
+}
+
+func (r result) String() string {
+	return fmt.Sprintf("err: %v\nstdout:\n%s\nstderr:\n%s", r.err, r.stdout, r.stderr)
+}
+
+// runCmd runs name args in dir with extra environment, stdin optional.
+func runCmd(ctx context.Context, dir string, env []string, stdin []byte, name string, args ...string) result {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	// Background children (SERVICE_MANAGER=none) must not keep us waiting on
+	// pipes they inherited; install.sh redirects them, this is a safety net.
+	cmd.WaitDelay = 10 * time.Second
+	err := cmd.Run()
+	return result{out.String(), errb.String(), err}
+}
+
+func needKubectl(t testing.TB) {
+	t.Helper()
+	if _, err := exec.LookPath("kubectl"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("kubectl not found on PATH (required in CI)")
+		}
+		t.Skip("kubectl not found on PATH")
+	}
+}
+
+// emptyKubeconfig is a kubeconfig naming no cluster, for offline kubectl.
+var emptyKubeconfig = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "deploy-test-kubeconfig-")
+	if err != nil {
+		return "", err
+	}
+	p := filepath.Join(dir, "kubeconfig")
+	return p, os.WriteFile(p, []byte("apiVersion: v1\nkind: Config\n"), 0o600)
+})
+
+// decodeManifests turns YAML (one or more documents) into objects. kubectl
+// parses it offline: `label --local` removing a label nobody has prints the
+// objects unchanged, as JSON.
+func decodeManifests(t testing.TB, yaml []byte) []map[string]any {
+	t.Helper()
+	needKubectl(t)
+	kc, err := emptyKubeconfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	r := runCmd(ctx, "", nil, yaml, "kubectl", "--kubeconfig="+kc, "label", "--local", "-f", "-", "-o", "json", "teamspace-deploy-test-none-")
+	if r.err != nil {
+		t.Fatalf("kubectl could not parse the manifests: %v", r)
+	}
+	var objs []map[string]any
+	dec := json.NewDecoder(strings.NewReader(r.stdout))
+	for {
+		var o map[string]any
+		if err := dec.Decode(&o); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatalf("decoding kubectl's JSON: %v", err)
+		}
+		if o["kind"] == "List" {
+			items, _ := o["items"].([]any)
+			for _, it := range items {
+				if m, ok := it.(map[string]any); ok {
+					objs = append(objs, m)
+				}
+			}
+			continue
+		}
+		objs = append(objs, o)
+	}
+	return objs
+}
+
+// field walks a decoded object: field(o, "spec", "hooks", "sync") etc.;
+// integer path elements index arrays.
+func field(o any, path ...any) any {
+	for _, p := range path {
+		switch k := p.(type) {
+		case string:
+			m, ok := o.(map[string]any)
+			if !ok {
+				return nil
+			}
+			o = m[k]
+		case int:
+			a, ok := o.([]any)
+			if !ok || k >= len(a) {
+				return nil
+			}
+			o = a[k]
+		}
+	}
+	return o
+}
+
+func str(o any, path ...any) string {
+	s, _ := field(o, path...).(string)
+	return s
+}
+
+// find returns the object of that kind and name, or nil.
+func find(objs []map[string]any, kind, name string) map[string]any {
+	for _, o := range objs {
+		if o["kind"] == kind && str(o, "metadata", "name") == name {
+			return o
+		}
+	}
+	return nil
+}
+
+// --- systemd unit files ------------------------------------------------------
+
+// unitEntry is one Key=Value line of a unit file.
+type unitEntry struct{ section, key, value string }
+
+// parseUnit reads a unit file the way systemd splits it into entries:
+// sections, comments, continuation lines.
+func parseUnit(t testing.TB, path string) []unitEntry {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var (
+		entries []unitEntry
+		section string
+		pending string
+	)
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if pending != "" {
+			line = pending + " " + line
+			pending = ""
+		}
+		if strings.HasSuffix(line, `\`) {
+			pending = strings.TrimSuffix(line, `\`)
+			continue
+		}
+		switch {
+		case line == "" || strings.HasPrefix(line, "#") || strings.HasPrefix(line, ";"):
+		case strings.HasPrefix(line, "[") && strings.HasSuffix(line, "]"):
+			section = strings.Trim(line, "[]")
+		default:
+			k, v, ok := strings.Cut(line, "=")
+			if !ok {
+				t.Fatalf("%s: not Key=Value: %q", path, line)
+			}
+			entries = append(entries, unitEntry{section, strings.TrimSpace(k), strings.TrimSpace(v)})
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return entries
+}
+
+// values returns every value of section.key, in order.
+func values(entries []unitEntry, section, key string) []string {
+	var vs []string
+	for _, e := range entries {
+		if e.section == section && e.key == key {
+			vs = append(vs, e.value)
+		}
+	}
+	return vs
+}
+
+var varRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+
+// execStart returns the unit's ExecStart= words with Environment= variables
+// expanded as systemd does ($VAR alone splits into words, ${VAR} does not)
+// and specifiers from spec (e.g. "%d": a credentials directory).
+func execStart(t testing.TB, entries []unitEntry, spec map[string]string) []string {
+	t.Helper()
+	env := map[string]string{}
+	for _, v := range values(entries, "Service", "Environment") {
+		v = strings.Trim(v, `"`)
+		k, val, _ := strings.Cut(v, "=")
+		env[k] = val
+	}
+	starts := values(entries, "Service", "ExecStart")
+	if len(starts) != 1 {
+		t.Fatalf("want exactly one ExecStart=, got %q", starts)
+	}
+	var argv []string
+	for _, w := range strings.Fields(starts[0]) {
+		if strings.HasPrefix(w, "$") && !strings.HasPrefix(w, "${") {
+			argv = append(argv, strings.Fields(env[w[1:]])...)
+			continue
+		}
+		w = varRef.ReplaceAllStringFunc(w, func(m string) string { return env[varRef.FindStringSubmatch(m)[1]] })
+		for s, r := range spec {
+			w = strings.ReplaceAll(w, s, r)
+		}
+		argv = append(argv, w)
+	}
+	return argv
+}
+
+// --- processes and ports -----------------------------------------------------
+
+// freePort returns a loopback address with a port free right now.
+func freePort(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// waitFor polls cond every 250 ms until it returns nil or timeout passes.
+func waitFor(t testing.TB, timeout time.Duration, what string, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var err error
+	for {
+		if err = cond(); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s: %v", timeout, what, err)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// buildHook builds ./hook once per test binary.
+var buildHook = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "deploy-test-hook-")
+	if err != nil {
+		return "", err
+	}
+	_, file, _, _ := runtime.Caller(0)
+	root := filepath.Join(filepath.Dir(file), "..", "..")
+	bin := filepath.Join(dir, "teamspace-hook")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	r := runCmd(ctx, root, []string{"CGO_ENABLED=0"}, nil, "go", "build", "-o", bin, "./hook")
+	if r.err != nil {
+		return "", fmt.Errorf("go build ./hook: %v", r)
+	}
+	return bin, nil
+})
+
+func hookBinary(t testing.TB) string {
+	t.Helper()
+	bin, err := buildHook()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+// --- the live cluster ---------------------------------------------------------
+
+// needCluster skips unless KUBECONFIG names a reachable API server on
+// loopback (see the package comment).
+func needCluster(t testing.TB) {
+	t.Helper()
+	needKubectl(t)
+	if os.Getenv("KUBECONFIG") == "" {
+		t.Skip("KUBECONFIG not set: no live cluster (hack/cluster.sh up; eval \"$(hack/cluster.sh env)\"; or hack/test.sh)")
+	}
+	server := kubectlOK(t, "config", "view", "--minify", "-o", "jsonpath={.clusters[0].cluster.server}")
+	u, err := url.Parse(strings.TrimSpace(server))
+	if err != nil {
+		t.Fatalf("KUBECONFIG server %q: %v", server, err)
+	}
+	host := u.Hostname()
+	if ip := net.ParseIP(host); !(host == "localhost" || (ip != nil && ip.IsLoopback())) && os.Getenv("TEAMSPACE_DEPLOY_TEST_ANY_CLUSTER") != "1" {
+		t.Skipf("KUBECONFIG points at %s, not a loopback API server: these tests install and delete cluster-wide objects, so they only run against a local test cluster (TEAMSPACE_DEPLOY_TEST_ANY_CLUSTER=1 overrides)", server)
+	}
+	if r := kubectl(t, "version"); r.err != nil {
+		t.Fatalf("KUBECONFIG is set but the cluster does not answer: %v", r)
+	}
+}
+
+// kubectl runs kubectl with the environment's KUBECONFIG.
+func kubectl(t testing.TB, args ...string) result {
+	t.Helper()
+	return kubectlIn(t, nil, args...)
+}
+
+func kubectlIn(t testing.TB, stdin []byte, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	return runCmd(ctx, "", nil, stdin, "kubectl", args...)
+}
+
+func kubectlOK(t testing.TB, args ...string) string {
+	t.Helper()
+	r := kubectl(t, args...)
+	if r.err != nil {
+		t.Fatalf("kubectl %s: %v", strings.Join(args, " "), r)
+	}
+	return r.stdout
+}
+
+// exists tells whether kubectl get finds the object.
+func exists(t testing.TB, args ...string) bool {
+	t.Helper()
+	r := kubectl(t, append([]string{"get", "-o", "name"}, args...)...)
+	if r.err != nil {
+		if strings.Contains(r.stderr, "NotFound") || strings.Contains(r.stderr, "not found") || strings.Contains(r.stderr, "the server doesn't have a resource type") {
+			return false
+		}
+		t.Fatalf("kubectl get %s: %v", strings.Join(args, " "), r)
+	}
+	return strings.TrimSpace(r.stdout) != ""
+}
+
+// metacontrollerCRDs is Metacontroller's CRD manifest: METACONTROLLER_CRDS,
+// else the copy kept beside the repository (../shared/metacontroller), as
+// hack/up.sh does.
+func metacontrollerCRDs(t testing.TB) string {
+	t.Helper()
+	if p := os.Getenv("METACONTROLLER_CRDS"); p != "" {
+		return p
+	}
+	p := filepath.Join(repoRoot(t), "..", "shared", "metacontroller", "metacontroller-crds-v1.yaml")
+	if _, err := os.Stat(p); err != nil {
+		t.Skipf("Metacontroller's CRDs not found at %s: set METACONTROLLER_CRDS", p)
+	}
+	return p
+}
+
+// removeTeamSpace deletes a TeamSpace even when no engine is left to remove
+// its finalizer (test cleanup).
+func removeTeamSpace(t testing.TB, name string) {
+	t.Helper()
+	if !exists(t, "teamspaces.platform.labhub.io", name) {
+		return
+	}
+	kubectl(t, "patch", "teamspaces.platform.labhub.io", name, "--type=merge", "-p", `{"metadata":{"finalizers":null}}`)
+	kubectl(t, "delete", "teamspaces.platform.labhub.io", name, "--ignore-not-found", "--wait=false")
+	kubectl(t, "delete", "namespace", "team-"+name, "--ignore-not-found", "--wait=false")
+}

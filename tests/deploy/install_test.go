@@ -1,0 +1,323 @@
+package deploy
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// stubEngine is a stand-in for Metacontroller when METACONTROLLER_BIN is not
+// set: it fails unless --kubeconfig names a readable file, serves /healthz
+// on --health-probe-bind-address and exits on SIGTERM. Enough for the
+// install/uninstall plumbing.
+const stubEngine = `package main
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+)
+
+func main() {
+	var health, kubeconfig string
+	for _, a := range os.Args[1:] {
+		if v, ok := strings.CutPrefix(a, "--health-probe-bind-address="); ok {
+			health = v
+		}
+		if v, ok := strings.CutPrefix(a, "--kubeconfig="); ok {
+			kubeconfig = v
+		}
+	}
+	if _, err := os.ReadFile(kubeconfig); err != nil {
+		fmt.Fprintln(os.Stderr, "stub: --kubeconfig:", err)
+		os.Exit(1)
+	}
+	http.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	go func() {
+		if err := http.ListenAndServe(health, nil); err != nil {
+			fmt.Fprintln(os.Stderr, "stub:", err)
+			os.Exit(1)
+		}
+	}()
+	c := make(chan os.Signal, 1)
+	signal.Notify(c, syscall.SIGTERM, os.Interrupt)
+	<-c
+}
+`
+
+// engineBinary is METACONTROLLER_BIN, or a stub built for the test (real
+// reports whether it is the real engine).
+func engineBinary(t *testing.T) (bin string, real bool) {
+	t.Helper()
+	if b := os.Getenv("METACONTROLLER_BIN"); b != "" {
+		return b, true
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(stubEngine), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module stub\n\ngo 1.22\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	bin = filepath.Join(dir, "metacontroller")
+	if r := runCmd(ctx, dir, []string{"CGO_ENABLED=0", "GOFLAGS=-mod=mod", "GOWORK=off"}, nil, "go", "build", "-o", bin, "."); r.err != nil {
+		t.Fatalf("building the stub engine: %v", r)
+	}
+	return bin, false
+}
+
+// deployScript runs hack/deploy/<script> with env.
+func deployScript(t *testing.T, env []string, script string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	r := runCmd(ctx, repoRoot(t), env, nil, filepath.Join(repoRoot(t), "hack", "deploy", script), args...)
+	t.Logf("%s %s:\n%s", script, strings.Join(args, " "), r.stderr)
+	return r
+}
+
+func pidOf(t *testing.T, file string) int {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatalf("pid file: %v", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatalf("pid file %s: %v", file, err)
+	}
+	return pid
+}
+
+func alive(pid int) bool {
+	_, err := os.Stat(fmt.Sprintf("/proc/%d", pid))
+	return err == nil
+}
+
+func httpOK(url string) error {
+	c := http.Client{Timeout: 2 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: status %d", url, resp.StatusCode)
+	}
+	return nil
+}
+
+// TestInstallUninstall runs install.sh twice (idempotent) and uninstall.sh
+// with SERVICE_MANAGER=none into a temporary DESTDIR against the live
+// cluster, and checks what they leave behind. With METACONTROLLER_BIN the
+// installed engine must also turn a TeamSpace into its namespace.
+func TestInstallUninstall(t *testing.T) {
+	needCluster(t)
+	crds := metacontrollerCRDs(t)
+	// uninstall.sh removes these: never take over a real install.
+	for _, obj := range [][]string{{"compositecontrollers.metacontroller.k8s.io", "teamspace"}, {"clusterrole", engineRole}} {
+		if exists(t, obj...) {
+			t.Skipf("%v already exists in this cluster (an installed TeamSpace?): not installing over it", obj)
+		}
+	}
+	engine, real := engineBinary(t)
+	destdir := t.TempDir()
+	hookAddr, metricsAddr, healthAddr := freePort(t), freePort(t), freePort(t)
+	env := []string{
+		"SERVICE_MANAGER=none",
+		"DESTDIR=" + destdir,
+		"PREFIX=/usr/local",
+		"METACONTROLLER_BIN=" + engine,
+		"METACONTROLLER_CRDS=" + crds,
+		"HOOK_ADDRESS=" + hookAddr,
+		"METACONTROLLER_METRICS_ADDRESS=" + metricsAddr,
+		"METACONTROLLER_HEALTH_ADDRESS=" + healthAddr,
+	}
+	const ts = "deploy-test-keep"
+	run := filepath.Join(destdir, "run", "teamspace")
+	t.Cleanup(func() {
+		// Whatever happened: stop our processes, remove our objects.
+		deployScript(t, env, "uninstall.sh")
+		removeTeamSpace(t, ts)
+	})
+
+	var firstPIDs []int
+	for round := 1; round <= 2; round++ {
+		r := deployScript(t, env, "install.sh")
+		if r.err != nil {
+			t.Fatalf("install.sh (round %d): %v", round, r)
+		}
+		var pids []int
+		for _, u := range []string{"teamspace-hook", "metacontroller"} {
+			pid := pidOf(t, filepath.Join(run, u+".pid"))
+			if !alive(pid) {
+				t.Fatalf("%s (pid %d) not running after install.sh; log:\n%s", u, pid, readLog(destdir, u))
+			}
+			pids = append(pids, pid)
+		}
+		if round == 1 {
+			firstPIDs = pids
+		} else {
+			for i, pid := range firstPIDs {
+				if alive(pid) {
+					t.Errorf("install.sh again left the old process %d running beside %d", pid, pids[i])
+				}
+			}
+		}
+	}
+
+	checks := []struct {
+		name  string
+		check func(t *testing.T)
+	}{
+		{"binaries and units installed under DESTDIR", func(t *testing.T) {
+			for _, f := range []string{"usr/local/bin/teamspace-hook", "usr/local/bin/metacontroller", "etc/systemd/system/teamspace-hook.service", "etc/systemd/system/metacontroller.service"} {
+				if _, err := os.Stat(filepath.Join(destdir, f)); err != nil {
+					t.Error(err)
+				}
+			}
+			unit, _ := os.ReadFile(filepath.Join(destdir, "etc/systemd/system/teamspace-hook.service"))
+			if !strings.Contains(string(unit), "ExecStart="+destdir+"/usr/local/bin/teamspace-hook --listen-address="+hookAddr) {
+				t.Errorf("installed hook unit does not point into DESTDIR with the chosen address:\n%s", unit)
+			}
+		}},
+		{"hook answers on its address", func(t *testing.T) {
+			if err := httpOK("http://" + hookAddr + "/healthz"); err != nil {
+				t.Error(err)
+			}
+		}},
+		{"archive directory exists", func(t *testing.T) {
+			if fi, err := os.Stat(filepath.Join(destdir, "var/lib/teamspace/archive")); err != nil || !fi.IsDir() {
+				t.Errorf("archive dir: %v", err)
+			}
+		}},
+		{"engine credential is root-only and the ServiceAccount's", func(t *testing.T) {
+			kc := filepath.Join(destdir, "etc/teamspace/metacontroller.kubeconfig")
+			fi, err := os.Stat(kc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fi.Mode().Perm() != 0o600 {
+				t.Errorf("%s mode %v, want 0600", kc, fi.Mode().Perm())
+			}
+			who := kubectlOK(t, "--kubeconfig="+kc, "auth", "whoami", "-o", "jsonpath={.status.userInfo.username}")
+			if who != "system:serviceaccount:teamspace-system:metacontroller" {
+				t.Errorf("engine credential is %q, want the ServiceAccount", who)
+			}
+			// The engine was handed a copy (LoadCredential= emulation).
+			if _, err := os.Stat(filepath.Join(run, "credentials", "metacontroller", "kubeconfig")); err != nil {
+				t.Error(err)
+			}
+		}},
+		{"CRDs, RBAC and CompositeController in place", func(t *testing.T) {
+			for _, obj := range [][]string{
+				{"crd", "teamspaces.platform.labhub.io"},
+				{"crd", "compositecontrollers.metacontroller.k8s.io"},
+				{"clusterrole", "teamspace-metacontroller"},
+				{"clusterrolebinding", "teamspace-metacontroller"},
+				{"-n", "teamspace-system", "serviceaccount", "metacontroller"},
+				{"compositecontrollers.metacontroller.k8s.io", "teamspace"},
+			} {
+				if !exists(t, obj...) {
+					t.Errorf("%v missing after install", obj)
+				}
+			}
+			url := kubectlOK(t, "get", "compositecontrollers.metacontroller.k8s.io", "teamspace", "-o", "jsonpath={.spec.hooks.sync.webhook.url}")
+			if url != "http://"+hookAddr+"/sync" {
+				t.Errorf("CompositeController sync URL %q, want the installed hook's http://%s/sync", url, hookAddr)
+			}
+		}},
+	}
+	for _, c := range checks {
+		t.Run(c.name, c.check)
+	}
+
+	// A TeamSpace that uninstall must leave alone.
+	kubectlIn(t, []byte(`{"apiVersion":"platform.labhub.io/v1alpha1","kind":"TeamSpace","metadata":{"name":"`+ts+`"},"spec":{"pods":2}}`), "apply", "-f", "-")
+	if !exists(t, "teamspaces.platform.labhub.io", ts) {
+		t.Fatal("could not create a TeamSpace")
+	}
+	if real {
+		waitFor(t, 90*time.Second, "the installed engine to create namespace team-"+ts, func() error {
+			if !exists(t, "namespace", "team-"+ts) {
+				return fmt.Errorf("no namespace yet; engine log:\n%s", readLog(destdir, "metacontroller"))
+			}
+			return nil
+		})
+	}
+
+	hookPID, enginePID := pidOf(t, filepath.Join(run, "teamspace-hook.pid")), pidOf(t, filepath.Join(run, "metacontroller.pid"))
+	if r := deployScript(t, env, "uninstall.sh"); r.err != nil {
+		t.Fatalf("uninstall.sh: %v", r)
+	}
+	after := []struct {
+		name  string
+		check func(t *testing.T)
+	}{
+		{"processes stopped", func(t *testing.T) {
+			for _, pid := range []int{hookPID, enginePID} {
+				waitFor(t, 5*time.Second, fmt.Sprintf("pid %d to exit", pid), func() error {
+					if alive(pid) {
+						return fmt.Errorf("still running")
+					}
+					return nil
+				})
+			}
+		}},
+		{"TeamSpace CRD and TeamSpace kept", func(t *testing.T) {
+			if !exists(t, "crd", "teamspaces.platform.labhub.io") {
+				t.Error("uninstall deleted the TeamSpace CRD")
+			}
+			if !exists(t, "teamspaces.platform.labhub.io", ts) {
+				t.Error("uninstall deleted a TeamSpace")
+			}
+			if real && !exists(t, "namespace", "team-"+ts) {
+				t.Error("uninstall deleted a team namespace")
+			}
+		}},
+		{"CompositeController and RBAC removed", func(t *testing.T) {
+			for _, obj := range [][]string{
+				{"compositecontrollers.metacontroller.k8s.io", "teamspace"},
+				{"clusterrole", "teamspace-metacontroller"},
+				{"clusterrolebinding", "teamspace-metacontroller"},
+			} {
+				if exists(t, obj...) {
+					t.Errorf("%v left behind by uninstall", obj)
+				}
+			}
+		}},
+		{"host files removed, archive kept", func(t *testing.T) {
+			for _, f := range []string{"usr/local/bin/teamspace-hook", "usr/local/bin/metacontroller", "etc/systemd/system/metacontroller.service", "etc/teamspace/metacontroller.kubeconfig", "run/teamspace/metacontroller.pid"} {
+				if _, err := os.Stat(filepath.Join(destdir, f)); err == nil {
+					t.Errorf("%s left behind", f)
+				}
+			}
+			if _, err := os.Stat(filepath.Join(destdir, "var/lib/teamspace/archive")); err != nil {
+				t.Errorf("archive removed: %v", err)
+			}
+		}},
+	}
+	for _, c := range after {
+		t.Run(c.name, c.check)
+	}
+}
+
+func readLog(destdir, unit string) string {
+	b, _ := os.ReadFile(filepath.Join(destdir, "var", "log", "teamspace", unit+".log"))
+	s := string(b)
+	if len(s) > 4000 {
+		s = "...\n" + s[len(s)-4000:]
+	}
+	return s
+}

@@ -1,0 +1,304 @@
+package deploy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/url"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// kustomize renders a kustomization directory (relative to the top).
+func kustomize(t *testing.T, dir string) []map[string]any {
+	t.Helper()
+	needKubectl(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	r := runCmd(ctx, repoRoot(t), nil, nil, "kubectl", "kustomize", dir)
+	if r.err != nil {
+		t.Fatalf("kubectl kustomize %s: %v", dir, r)
+	}
+	return decodeManifests(t, []byte(r.stdout))
+}
+
+func readManifest(t *testing.T, rel string) []map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(repoRoot(t), rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return decodeManifests(t, b)
+}
+
+func jsonText(v any) string {
+	b, _ := json.MarshalIndent(v, "", "  ")
+	return string(b)
+}
+
+// TestKustomizeRenders: base and overlay render, and what they render
+// is consistent: the CompositeController calls the hook's Service, which
+// selects the Deployment's pods on the port the hook listens on, the hook is
+// locked down and keeps its archive on a PVC.
+func TestKustomizeRenders(t *testing.T) {
+	for _, dir := range []string{"hack/deploy/kustomize/base", "hack/deploy/kustomize/in-cluster"} {
+		t.Run(dir, func(t *testing.T) {
+			objs := kustomize(t, dir)
+			checks := []struct {
+				name  string
+				check func(objs []map[string]any) error
+			}{
+				{"hook Deployment, Service, PVC are in teamspace-system", checkNamespaced},
+				{"Service selects the hook's pods on its listening port", checkServiceMatchesDeployment},
+				{"hook listens on all interfaces of the pod, port 8080", checkHookArgs},
+				{"hook runs locked down with resources", checkSecurity},
+				{"archive is a PersistentVolumeClaim mounted at --archive-dir's parent", checkArchiveVolume},
+			}
+			if strings.HasSuffix(dir, "in-cluster") {
+				checks = append(checks, struct {
+					name  string
+					check func(objs []map[string]any) error
+				}{"CompositeController calls the Service", checkCompositeControllerURLs})
+			}
+			for _, c := range checks {
+				t.Run(c.name, func(t *testing.T) {
+					if err := c.check(objs); err != nil {
+						t.Error(err)
+					}
+				})
+			}
+		})
+	}
+}
+
+func checkNamespaced(objs []map[string]any) error {
+	for _, kind := range []string{"Deployment", "Service", "PersistentVolumeClaim", "ServiceAccount", "NetworkPolicy"} {
+		o := findKind(objs, kind)
+		if o == nil {
+			return fmt.Errorf("no %s rendered", kind)
+		}
+		if ns := str(o, "metadata", "namespace"); ns != "teamspace-system" {
+			return fmt.Errorf("%s in namespace %q, want teamspace-system", kind, ns)
+		}
+	}
+	if find(objs, "Namespace", "teamspace-system") == nil {
+		return fmt.Errorf("Namespace teamspace-system not rendered")
+	}
+	return nil
+}
+
+func findKind(objs []map[string]any, kind string) map[string]any {
+	for _, o := range objs {
+		if o["kind"] == kind {
+			return o
+		}
+	}
+	return nil
+}
+
+func hookContainer(objs []map[string]any) (map[string]any, error) {
+	d := find(objs, "Deployment", "teamspace-hook")
+	if d == nil {
+		return nil, fmt.Errorf("Deployment teamspace-hook not rendered")
+	}
+	c, _ := field(d, "spec", "template", "spec", "containers", 0).(map[string]any)
+	if c == nil {
+		return nil, fmt.Errorf("Deployment has no container")
+	}
+	return c, nil
+}
+
+func checkServiceMatchesDeployment(objs []map[string]any) error {
+	s, d := find(objs, "Service", "teamspace-hook"), find(objs, "Deployment", "teamspace-hook")
+	if s == nil || d == nil {
+		return fmt.Errorf("Service/Deployment teamspace-hook missing")
+	}
+	sel, _ := field(s, "spec", "selector").(map[string]any)
+	labels, _ := field(d, "spec", "template", "metadata", "labels").(map[string]any)
+	if len(sel) == 0 {
+		return fmt.Errorf("Service has no selector")
+	}
+	for k, v := range sel {
+		if labels[k] != v {
+			return fmt.Errorf("Service selector %s=%v does not match pod labels %v", k, v, labels)
+		}
+	}
+	c, err := hookContainer(objs)
+	if err != nil {
+		return err
+	}
+	target := field(s, "spec", "ports", 0, "targetPort")
+	port := field(s, "spec", "ports", 0, "port")
+	if port != float64(80) {
+		return fmt.Errorf("Service port %v, want 80 (the URLs carry no port)", port)
+	}
+	ports, _ := c["ports"].([]any)
+	for _, p := range ports {
+		if field(p, "name") == target || field(p, "containerPort") == target {
+			if field(p, "containerPort") != float64(8080) {
+				return fmt.Errorf("Service targets container port %v, want 8080", field(p, "containerPort"))
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("Service targetPort %v is no container port of the hook (%v)", target, ports)
+}
+
+func checkHookArgs(objs []map[string]any) error {
+	c, err := hookContainer(objs)
+	if err != nil {
+		return err
+	}
+	args := fmt.Sprint(c["args"])
+	if !strings.Contains(args, "--listen-address=0.0.0.0:8080") {
+		return fmt.Errorf("hook args %s lack --listen-address=0.0.0.0:8080", args)
+	}
+	for _, probe := range []string{"readinessProbe", "livenessProbe"} {
+		if str(c, probe, "httpGet", "path") != "/healthz" {
+			return fmt.Errorf("%s is not GET /healthz", probe)
+		}
+	}
+	return nil
+}
+
+func checkSecurity(objs []map[string]any) error {
+	d := find(objs, "Deployment", "teamspace-hook")
+	c, err := hookContainer(objs)
+	if err != nil {
+		return err
+	}
+	want := []struct {
+		what string
+		got  any
+		want any
+	}{
+		{"pod runAsNonRoot", field(d, "spec", "template", "spec", "securityContext", "runAsNonRoot"), true},
+		{"pod seccompProfile", field(d, "spec", "template", "spec", "securityContext", "seccompProfile", "type"), "RuntimeDefault"},
+		{"automountServiceAccountToken", field(d, "spec", "template", "spec", "automountServiceAccountToken"), false},
+		{"readOnlyRootFilesystem", field(c, "securityContext", "readOnlyRootFilesystem"), true},
+		{"allowPrivilegeEscalation", field(c, "securityContext", "allowPrivilegeEscalation"), false},
+		{"capabilities drop", fmt.Sprint(field(c, "securityContext", "capabilities", "drop")), "[ALL]"},
+	}
+	for _, w := range want {
+		if w.got != w.want {
+			return fmt.Errorf("%s = %v, want %v", w.what, w.got, w.want)
+		}
+	}
+	if field(c, "resources", "requests", "memory") == nil || field(c, "resources", "limits", "memory") == nil {
+		return fmt.Errorf("hook has no memory request/limit: %v", c["resources"])
+	}
+	return nil
+}
+
+func checkArchiveVolume(objs []map[string]any) error {
+	d := find(objs, "Deployment", "teamspace-hook")
+	c, err := hookContainer(objs)
+	if err != nil {
+		return err
+	}
+	var archiveDir string
+	for _, a := range c["args"].([]any) {
+		if s, _ := a.(string); strings.HasPrefix(s, "--archive-dir=") {
+			archiveDir = strings.TrimPrefix(s, "--archive-dir=")
+		}
+	}
+	if archiveDir == "" {
+		return fmt.Errorf("hook args lack --archive-dir")
+	}
+	vols, _ := field(d, "spec", "template", "spec", "volumes").([]any)
+	mounts, _ := c["volumeMounts"].([]any)
+	for _, m := range mounts {
+		mp := str(m, "mountPath")
+		if archiveDir != mp && !strings.HasPrefix(archiveDir, mp+"/") {
+			continue
+		}
+		for _, v := range vols {
+			if str(v, "name") != str(m, "name") {
+				continue
+			}
+			claim := str(v, "persistentVolumeClaim", "claimName")
+			if claim == "" {
+				return fmt.Errorf("volume at %s is not a PVC: %v", mp, v)
+			}
+			if find(objs, "PersistentVolumeClaim", claim) == nil {
+				return fmt.Errorf("PVC %s not rendered", claim)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("no volume mounted at %s (read-only root filesystem)", archiveDir)
+}
+
+// checkCompositeControllerURLs: the overlay's CompositeController is the
+// repository's compositecontroller.yaml with each hook URL moved from the
+// host's loopback to the Service, and nothing else changed.
+func checkCompositeControllerURLs(objs []map[string]any) error {
+	cc := find(objs, "CompositeController", "teamspace")
+	if cc == nil {
+		return fmt.Errorf("CompositeController teamspace not rendered")
+	}
+	if ns := str(cc, "metadata", "namespace"); ns != "" {
+		return fmt.Errorf("CompositeController is cluster-scoped but got namespace %q", ns)
+	}
+	svc := find(objs, "Service", "teamspace-hook")
+	if svc == nil {
+		return fmt.Errorf("Service not rendered")
+	}
+	base := fmt.Sprintf("http://%s.%s.svc", str(svc, "metadata", "name"), str(svc, "metadata", "namespace"))
+	hooks, _ := field(cc, "spec", "hooks").(map[string]any)
+	for _, h := range []string{"customize", "sync", "finalize"} {
+		got := str(hooks, h, "webhook", "url")
+		if want := base + "/" + h; got != want {
+			return fmt.Errorf("hooks.%s url %q, want %q", h, got, want)
+		}
+		if u, err := url.Parse(got); err != nil || u.Port() != "" {
+			return fmt.Errorf("hooks.%s url %q: %v", h, got, err)
+		}
+	}
+	return nil
+}
+
+// TestKustomizeCompositeControllerInSync: the overlay's copy of
+// compositecontroller.yaml is the repository's, and the rendered
+// CompositeController differs from it in the three URLs only.
+func TestKustomizeCompositeControllerInSync(t *testing.T) {
+	root := repoRoot(t)
+	orig, err := os.ReadFile(filepath.Join(root, "compositecontroller.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, err := os.ReadFile(filepath.Join(root, "hack", "deploy", "kustomize", "in-cluster", "compositecontroller.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(orig, cp) {
+		t.Errorf("hack/deploy/kustomize/in-cluster/compositecontroller.yaml differs from compositecontroller.yaml: run\n\tcp compositecontroller.yaml hack/deploy/kustomize/in-cluster/")
+	}
+	want := find(readManifest(t, "compositecontroller.yaml"), "CompositeController", "teamspace")
+	got := find(kustomize(t, "hack/deploy/kustomize/in-cluster"), "CompositeController", "teamspace")
+	if want == nil || got == nil {
+		t.Fatal("CompositeController teamspace missing")
+	}
+	for _, o := range []map[string]any{want, got} {
+		for _, h := range []string{"customize", "sync", "finalize"} {
+			if w, ok := field(o, "spec", "hooks", h, "webhook").(map[string]any); ok {
+				delete(w, "url")
+			}
+		}
+	}
+	if !reflect.DeepEqual(want, got) {
+		t.Errorf("rendered CompositeController differs from compositecontroller.yaml beyond the URLs:\nwant %s\ngot  %s", jsonText(want), jsonText(got))
+	}
+	hookMap, _ := field(want, "spec", "hooks").(map[string]any)
+	hooks := slices.Sorted(maps.Keys(hookMap))
+	if !slices.Equal(hooks, []string{"customize", "finalize", "sync"}) {
+		t.Errorf("hooks %v: the patch replaces customize, sync and finalize; update compositecontroller-urls.yaml", hooks)
+	}
+}

@@ -1,0 +1,342 @@
+package deploy
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+const (
+	engineSA   = "system:serviceaccount:teamspace-system:metacontroller"
+	engineRole = "teamspace-metacontroller"
+)
+
+// applyRBAC applies hack/deploy/rbac.yaml (and what the checks need to
+// resolve resource names: Metacontroller's CRDs and crd.yaml) and removes
+// the RBAC again after the test unless it was there before.
+func applyRBAC(t *testing.T) {
+	t.Helper()
+	root := repoRoot(t)
+	hadRole := exists(t, "clusterrole", engineRole)
+	kubectlOK(t, "apply", "--server-side", "--force-conflicts", "--field-manager=teamspace-deploy-test",
+		"-f", metacontrollerCRDs(t), "-f", filepath.Join(root, "crd.yaml"), "-f", filepath.Join(root, "hack", "deploy", "rbac.yaml"))
+	kubectlOK(t, "wait", "--for=condition=Established", "--timeout=60s",
+		"crd/teamspaces.platform.labhub.io", "crd/compositecontrollers.metacontroller.k8s.io")
+	if !hadRole {
+		t.Cleanup(func() {
+			kubectl(t, "delete", "--ignore-not-found", "clusterrolebinding", engineRole)
+			kubectl(t, "delete", "--ignore-not-found", "clusterrole", engineRole)
+			kubectl(t, "delete", "--ignore-not-found", "-n", "teamspace-system", "serviceaccount", "metacontroller")
+		})
+	}
+}
+
+// TestRBACBounds asks the API server (kubectl auth can-i, impersonating the
+// engine's ServiceAccount with its groups) what rbac.yaml grants: what the
+// engine needs, and none of the things it must not have.
+func TestRBACBounds(t *testing.T) {
+	needCluster(t)
+	applyRBAC(t)
+	tests := []struct {
+		name string
+		args []string // verb resource [flags]
+		want bool
+	}{
+		// Needed.
+		{"watch CRDs", []string{"watch", "customresourcedefinitions.apiextensions.k8s.io"}, true},
+		{"list CompositeControllers", []string{"list", "compositecontrollers.metacontroller.k8s.io"}, true},
+		{"watch ControllerRevisions everywhere", []string{"watch", "controllerrevisions.metacontroller.k8s.io", "--all-namespaces"}, true},
+		{"update TeamSpaces (finalizer)", []string{"update", "teamspaces.platform.labhub.io"}, true},
+		{"update TeamSpace status", []string{"update", "teamspaces.platform.labhub.io", "--subresource=status"}, true},
+		{"create namespaces", []string{"create", "namespaces"}, true},
+		{"delete namespaces", []string{"delete", "namespaces"}, true},
+		{"patch quotas in a team namespace", []string{"patch", "resourcequotas", "-n", "team-x"}, true},
+		{"create events", []string{"create", "events", "-n", "default"}, true},
+		// Not needed, not granted.
+		{"no reading secrets anywhere", []string{"get", "secrets", "--all-namespaces"}, false},
+		{"no reading its own token secret", []string{"get", "secrets", "-n", "teamspace-system"}, false},
+		{"no configmaps", []string{"list", "configmaps", "-n", "team-x"}, false},
+		{"no pods", []string{"create", "pods", "-n", "team-x"}, false},
+		{"no deployments", []string{"create", "deployments.apps", "-n", "team-x"}, false},
+		{"no deleting CRDs", []string{"delete", "customresourcedefinitions.apiextensions.k8s.io"}, false},
+		{"no creating CRDs", []string{"create", "customresourcedefinitions.apiextensions.k8s.io"}, false},
+		{"no changing CompositeControllers", []string{"update", "compositecontrollers.metacontroller.k8s.io"}, false},
+		{"no writing ControllerRevisions", []string{"create", "controllerrevisions.metacontroller.k8s.io", "-n", "default"}, false},
+		{"no deleting TeamSpaces", []string{"delete", "teamspaces.platform.labhub.io"}, false},
+		{"no patching TeamSpaces (it PUTs)", []string{"patch", "teamspaces.platform.labhub.io"}, false},
+		{"no RBAC writes", []string{"create", "clusterrolebindings.rbac.authorization.k8s.io"}, false},
+		{"no binding roles", []string{"bind", "clusterroles.rbac.authorization.k8s.io"}, false},
+		{"no escalating roles", []string{"escalate", "clusterroles.rbac.authorization.k8s.io"}, false},
+		{"no impersonation", []string{"impersonate", "users"}, false},
+		{"no minting tokens", []string{"create", "serviceaccounts", "--subresource=token", "-n", "teamspace-system"}, false},
+		{"no leases (leader election off)", []string{"create", "leases.coordination.k8s.io", "-n", "teamspace-system"}, false},
+		{"no nodes", []string{"get", "nodes"}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"auth", "can-i", "--as=" + engineSA,
+				"--as-group=system:serviceaccounts", "--as-group=system:serviceaccounts:teamspace-system"}, tc.args...)
+			r := kubectl(t, args...)
+			got := strings.TrimSpace(r.stdout)
+			if got != "yes" && got != "no" {
+				t.Fatalf("kubectl %s: %v", strings.Join(args, " "), r)
+			}
+			if (got == "yes") != tc.want {
+				t.Errorf("can %s %s: %s, want %v", engineSA, strings.Join(tc.args, " "), got, tc.want)
+			}
+		})
+	}
+}
+
+// proc is a background process of the test with its output in a file.
+type proc struct {
+	cmd  *exec.Cmd
+	log  string
+	done chan struct{}
+}
+
+func startProc(t *testing.T, name string, argv ...string) *proc {
+	t.Helper()
+	logPath := filepath.Join(t.TempDir(), name+".log")
+	f, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdout, cmd.Stderr = f, f
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting %s: %v", name, err)
+	}
+	p := &proc{cmd: cmd, log: logPath, done: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait()
+		f.Close()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.done:
+		case <-time.After(20 * time.Second):
+			_ = cmd.Process.Kill()
+			<-p.done
+		}
+		if t.Failed() {
+			t.Logf("%s log (tail):\n%s", name, p.tail())
+		}
+	})
+	return p
+}
+
+func (p *proc) tail() string {
+	b, _ := os.ReadFile(p.log)
+	s := string(b)
+	if len(s) > 6000 {
+		s = "...\n" + s[len(s)-6000:]
+	}
+	return s
+}
+
+func (p *proc) running() error {
+	select {
+	case <-p.done:
+		return fmt.Errorf("exited: %v\n%s", p.cmd.ProcessState, p.tail())
+	default:
+		return nil
+	}
+}
+
+// engineKubeconfig writes a kubeconfig for a fresh token of the engine's
+// ServiceAccount (kubectl create token), for the cluster of KUBECONFIG.
+func engineKubeconfig(t *testing.T, dir string) string {
+	t.Helper()
+	token := strings.TrimSpace(kubectlOK(t, "create", "token", "metacontroller", "-n", "teamspace-system", "--duration=1h"))
+	server := kubectlOK(t, "config", "view", "--minify", "-o", "jsonpath={.clusters[0].cluster.server}")
+	ca := kubectlOK(t, "config", "view", "--minify", "--raw", "--flatten", "-o", "jsonpath={.clusters[0].cluster.certificate-authority-data}")
+	if server == "" || ca == "" {
+		t.Fatal("cannot read the API server address and CA from KUBECONFIG")
+	}
+	kc := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+  - name: c
+    cluster:
+      server: %s
+      certificate-authority-data: %s
+users:
+  - name: engine
+    user:
+      token: %s
+contexts:
+  - name: engine
+    context: {cluster: c, user: engine}
+current-context: engine
+`, server, ca, token)
+	p := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(p, []byte(kc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+var forbidden = regexp.MustCompile(`(?i)forbidden`)
+
+// TestRBACSufficient runs the real engine, with the unit file's command line,
+// on a credential of exactly rbac.yaml's ServiceAccount and role, plus the
+// hook, and checks a TeamSpace's whole life: namespace and quota appear,
+// status and finalizer are written, deletion completes and is archived, and
+// the engine was never refused anything.
+func TestRBACSufficient(t *testing.T) {
+	bin := os.Getenv("METACONTROLLER_BIN")
+	if bin == "" {
+		t.Skip("METACONTROLLER_BIN not set: cannot run the engine to prove rbac.yaml is enough (TestRBACBounds still checks what it grants)")
+	}
+	needCluster(t)
+	if exists(t, "compositecontrollers.metacontroller.k8s.io", "teamspace") {
+		t.Skip("CompositeController teamspace already exists in this cluster (an installed engine?): not competing with it")
+	}
+	applyRBAC(t)
+	root := repoRoot(t)
+	credDir := t.TempDir()
+	kc := engineKubeconfig(t, credDir)
+	if who := kubectlOK(t, "--kubeconfig="+kc, "auth", "whoami", "-o", "jsonpath={.status.userInfo.username}"); who != engineSA {
+		t.Fatalf("token is for %q, want %s", who, engineSA)
+	}
+
+	// The hook.
+	hookAddr := freePort(t)
+	archive := filepath.Join(t.TempDir(), "archive")
+	hook := startProc(t, "hook", hookBinary(t), "--listen-address="+hookAddr, "--archive-dir="+archive, "--log-level=debug")
+	waitFor(t, 20*time.Second, "the hook", func() error {
+		if err := hook.running(); err != nil {
+			t.Fatal(err)
+		}
+		return httpOK("http://" + hookAddr + "/healthz")
+	})
+
+	// The engine, as metacontroller.service runs it.
+	entries := parseUnit(t, filepath.Join(root, "hack", "deploy", "systemd", "metacontroller.service"))
+	argv := execStart(t, entries, map[string]string{"%d": credDir})
+	argv[0] = bin
+	health := freePort(t)
+	for i, a := range argv {
+		switch {
+		case strings.HasPrefix(a, "--metrics-address="):
+			argv[i] = "--metrics-address=" + freePort(t)
+		case strings.HasPrefix(a, "--health-probe-bind-address="):
+			argv[i] = "--health-probe-bind-address=" + health
+		}
+	}
+	engine := startProc(t, "metacontroller", argv...)
+	waitFor(t, 60*time.Second, "the engine's /healthz", func() error {
+		if err := engine.running(); err != nil {
+			t.Fatal(err)
+		}
+		return httpOK("http://" + health + "/healthz")
+	})
+
+	// The CompositeController, calling our hook.
+	ccYAML, err := os.ReadFile(filepath.Join(root, "compositecontroller.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc := strings.ReplaceAll(string(ccYAML), "http://127.0.0.1:8080/", "http://"+hookAddr+"/")
+	if r := kubectlIn(t, []byte(cc), "apply", "-f", "-"); r.err != nil {
+		t.Fatalf("applying the CompositeController: %v", r)
+	}
+	const ts = "deploy-test-rbac"
+	t.Cleanup(func() {
+		removeTeamSpace(t, ts)
+		kubectl(t, "delete", "--ignore-not-found", "compositecontrollers.metacontroller.k8s.io", "teamspace")
+	})
+	if r := kubectlIn(t, []byte(`{"apiVersion":"platform.labhub.io/v1alpha1","kind":"TeamSpace","metadata":{"name":"`+ts+`"},"spec":{"pods":3,"cpu":"2"}}`), "apply", "-f", "-"); r.err != nil {
+		t.Fatalf("creating TeamSpace: %v", r)
+	}
+
+	steps := []struct {
+		name    string
+		timeout time.Duration
+		cond    func() error
+	}{
+		{"namespace created", 90 * time.Second, func() error {
+			if !exists(t, "namespace", "team-"+ts) {
+				return fmt.Errorf("no namespace team-%s", ts)
+			}
+			return nil
+		}},
+		{"quota created with the spec's values", 30 * time.Second, func() error {
+			r := kubectl(t, "-n", "team-"+ts, "get", "resourcequota", "team-quota", "-o", "jsonpath={.spec.hard.pods} {.spec.hard.requests\\.cpu}")
+			if r.err != nil {
+				return fmt.Errorf("%v", r)
+			}
+			if got := strings.TrimSpace(r.stdout); got != "3 2" {
+				return fmt.Errorf("quota hard pods/cpu %q, want \"3 2\"", got)
+			}
+			return nil
+		}},
+		{"status written (teamspaces/status update)", 30 * time.Second, func() error {
+			got := kubectlOK(t, "get", "teamspaces.platform.labhub.io", ts, "-o", "jsonpath={.metadata.generation} {.status.observedGeneration}")
+			f := strings.Fields(got)
+			if len(f) != 2 || f[0] != f[1] {
+				return fmt.Errorf("generation/observedGeneration %q", got)
+			}
+			return nil
+		}},
+		{"finalizer added (teamspaces update)", 30 * time.Second, func() error {
+			got := kubectlOK(t, "get", "teamspaces.platform.labhub.io", ts, "-o", "jsonpath={.metadata.finalizers}")
+			if !strings.Contains(got, "metacontroller.io/compositecontroller-teamspace") {
+				return fmt.Errorf("finalizers %q", got)
+			}
+			return nil
+		}},
+	}
+	for _, s := range steps {
+		t.Run(s.name, func(t *testing.T) { waitFor(t, s.timeout, s.name, s.cond) })
+	}
+
+	if r := kubectl(t, "delete", "teamspaces.platform.labhub.io", ts, "--wait=false"); r.err != nil {
+		t.Fatalf("deleting the TeamSpace: %v", r)
+	}
+	t.Run("deletion completes (finalize, finalizer removed)", func(t *testing.T) {
+		waitFor(t, 120*time.Second, "the TeamSpace to be gone", func() error {
+			if exists(t, "teamspaces.platform.labhub.io", ts) {
+				return fmt.Errorf("TeamSpace %s still there: %s", ts, kubectl(t, "get", "teamspaces.platform.labhub.io", ts, "-o", "jsonpath={.metadata.finalizers} {.status}").stdout)
+			}
+			return nil
+		})
+	})
+	t.Run("deletion archived", func(t *testing.T) {
+		waitFor(t, 10*time.Second, "an archive record", func() error {
+			des, err := os.ReadDir(archive)
+			if err != nil {
+				return err
+			}
+			for _, de := range des {
+				if strings.Contains(de.Name(), ts) {
+					return nil
+				}
+			}
+			return fmt.Errorf("no record for %s among %d files", ts, len(des))
+		})
+	})
+	t.Run("engine never refused", func(t *testing.T) {
+		full, err := os.ReadFile(engine.log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(full), "\n") {
+			if forbidden.MatchString(line) {
+				if len(line) > 600 {
+					line = line[:600] + "..."
+				}
+				t.Errorf("engine was refused something, rbac.yaml lacks a rule: %s", line)
+			}
+		}
+	})
+}
