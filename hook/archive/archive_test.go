@@ -1,6 +1,7 @@
 package archive
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -205,12 +206,15 @@ func TestMain(m *testing.M) {
 			os.Exit(2)
 		}
 		pad := strings.Repeat("p", 256<<10) // large enough to be killed mid-write
+		fmt.Println("ready")
 		for i := 0; ; i++ {
 			name := fmt.Sprintf("t%d", i%50)
-			if _, err := a.Store(name, fmt.Sprintf("u%d", i), rec{Name: name, UID: fmt.Sprintf("u%d", i), Pods: i, Padding: pad}); err != nil {
+			file, err := a.Store(name, fmt.Sprintf("u%d", i), rec{Name: name, UID: fmt.Sprintf("u%d", i), Pods: i, Padding: pad})
+			if err != nil {
 				fmt.Fprintln(os.Stderr, err)
 				os.Exit(2)
 			}
+			fmt.Println("stored", file)
 		}
 	}
 	os.Exit(m.Run())
@@ -227,10 +231,24 @@ func TestKilledWriterLeavesWholeRecords(t *testing.T) {
 	for i := 0; i < rounds; i++ {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), childEnv+"="+dir)
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(time.Duration(20+rand.IntN(100)) * time.Millisecond)
+		lines := bufio.NewScanner(out)
+		if !lines.Scan() || lines.Text() != "ready" {
+			t.Fatalf("writer did not start: %q", lines.Text())
+		}
+		if i == rounds-1 {
+			// The last writer is killed right after a store, so that at
+			// least one record exists and the check below means something.
+			lines.Scan()
+		} else {
+			time.Sleep(time.Duration(rand.IntN(150)) * time.Millisecond)
+		}
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 	}
