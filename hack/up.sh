@@ -1,0 +1,377 @@
+#!/usr/bin/env bash
+# hack/up.sh: a complete local TeamSpace setup on this machine, for trying
+# things out and for tests/e2e:
+#   - the control plane of hack/cluster.sh (etcd, kube-apiserver,
+#     kube-controller-manager on loopback),
+#   - the hook, built from this checkout, archiving under the state directory,
+#   - Metacontroller as a host process using the cluster's kubeconfig,
+#   - Metacontroller's CRDs, crd.yaml and (unless --no-controller)
+#     compositecontroller.yaml, its hook URLs pointed at the local hook.
+#
+# Usage:
+#   hack/up.sh [up] [--no-controller]  start everything (idempotent: what runs is kept)
+#   hack/up.sh env                     print the exports for the running setup
+#   hack/up.sh engine-stop             stop Metacontroller (PID file), nothing else
+#   hack/up.sh engine-start            start Metacontroller again with the same flags
+#   hack/up.sh stop                    stop Metacontroller and the hook (PID files)
+#   hack/up.sh status                  tell what is running
+# hack/down.sh stops everything again.
+#
+# Environment:
+#   METACONTROLLER_BIN   the Metacontroller binary (else `metacontroller` on PATH).
+#                        This project neither ships nor builds it.
+#   METACONTROLLER_CRDS  Metacontroller's CRD manifest (metacontroller-crds-v1.yaml
+#                        of its release); default ../shared/metacontroller/ beside
+#                        this repository when present.
+#   TEAMSPACE_STATE      state directory (passed on to hack/cluster.sh, which
+#                        picks the default).
+#   HOOK_PORT            port for the hook (default: 8080 if free, else the next
+#                        free one from 18080).
+#   METACONTROLLER_ARGS  extra flags for Metacontroller (word-split).
+#   TEAMSPACE_NO_CONTROLLER=1  same as --no-controller.
+set -euo pipefail
+export LC_ALL=C
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cluster_sh="$repo/hack/cluster.sh"
+
+say() { printf 'up.sh: %s\n' "$*" >&2; }
+die() { printf 'up.sh: error: %s\n' "$*" >&2; exit 1; }
+
+usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//'; }
+
+# find_engine prints the Metacontroller binary to use, or explains how to get one.
+find_engine() {
+	local bin=${METACONTROLLER_BIN:-}
+	if [[ -n $bin ]]; then
+		[[ -x $bin ]] || die "METACONTROLLER_BIN=$bin is not an executable file"
+	else
+		bin=$(command -v metacontroller || true)
+	fi
+	if [[ -z $bin ]]; then
+		cat >&2 <<'EOF'
+up.sh: error: no Metacontroller binary: set METACONTROLLER_BIN=/path/to/metacontroller
+or put `metacontroller` on PATH. Nothing has been started.
+
+This project does not ship or build Metacontroller (tested with v4.17.2). To get it:
+  - Metacontroller's GitHub releases (github.com/metacontroller/metacontroller/releases)
+    attach archives per platform, e.g. metacontroller_4.17.2_Linux_x86_64.tar.gz,
+    holding the `metacontroller` binary;
+  - or copy it out of its container image, where it is /usr/bin/metacontroller:
+      id=$(docker create ghcr.io/metacontroller/metacontroller:v4.17.2)
+      docker cp "$id":/usr/bin/metacontroller . && docker rm "$id"
+  - or build it from Metacontroller's source: go build ./pkg/cmd/metacontroller
+EOF
+		exit 1
+	fi
+	printf '%s\n' "$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")"
+}
+
+find_engine_crds() {
+	local f=${METACONTROLLER_CRDS:-$repo/../shared/metacontroller/metacontroller-crds-v1.yaml}
+	if [[ ! -r $f ]]; then
+		die "Metacontroller's CRDs not found at $f: set METACONTROLLER_CRDS to the
+metacontroller-crds-v1.yaml of Metacontroller's release (manifests/production/ in its
+repository at tag v4.17.2). Nothing has been started."
+	fi
+	printf '%s\n' "$(cd "$(dirname "$f")" && pwd)/$(basename "$f")"
+}
+
+# port_in_use PORT: true when something accepts connections on 127.0.0.1:PORT.
+port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# free_port FIRST [AVOID...]: the first port from FIRST up that is free and not in AVOID.
+free_port() {
+	local p=$1 a
+	shift
+	while :; do
+		local taken=
+		for a in "$@"; do [[ $a == "$p" ]] && taken=1; done
+		if [[ -z $taken ]] && ! port_in_use "$p"; then
+			printf '%s\n' "$p"
+			return
+		fi
+		p=$((p + 1))
+		((p < 65000)) || die "no free port found"
+	done
+}
+
+# cluster_env: import the exports of hack/cluster.sh env (KUBECONFIG, PATH, TEAMSPACE_STATE).
+cluster_env() {
+	[[ -x $cluster_sh ]] || die "$cluster_sh not found or not executable"
+	local out
+	out=$("$cluster_sh" env) || die "hack/cluster.sh env failed"
+	eval "$out"
+	[[ -n ${KUBECONFIG:-} ]] || die "hack/cluster.sh env printed no KUBECONFIG"
+	[[ -n ${TEAMSPACE_STATE:-} ]] || die "hack/cluster.sh env printed no TEAMSPACE_STATE"
+	export KUBECONFIG TEAMSPACE_STATE PATH
+	state=$TEAMSPACE_STATE
+	updir=$state/up
+	upenv=$updir/up.env
+}
+
+# pid_alive PIDFILE: its process runs and is ours (its command line names the
+# state directory, so a recycled PID is never taken for it).
+pid_alive() {
+	local pid
+	pid=$(cat "$1" 2>/dev/null) || return 1
+	[[ -n $pid && -r /proc/$pid/cmdline ]] || return 1
+	tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF -- "$state"
+}
+
+# wait_http URL PIDFILE LOG WHAT: wait until URL answers 200 while the process lives.
+wait_http() {
+	local url=$1 pidfile=$2 log=$3 what=$4 i
+	for ((i = 0; i < 300; i++)); do
+		if curl -fsS -o /dev/null --max-time 1 "$url" 2>/dev/null; then
+			return 0
+		fi
+		if ! pid_alive "$pidfile"; then
+			say "$what exited; last lines of $log:"
+			tail -n 30 "$log" >&2 || true
+			rm -f "$pidfile"
+			exit 1
+		fi
+		sleep 0.1
+	done
+	say "$what did not answer $url within 30 s; last lines of $log:"
+	tail -n 30 "$log" >&2 || true
+	exit 1
+}
+
+# start_bg PIDFILE LOG CMD...: start CMD in its own session, detached from this shell.
+start_bg() {
+	local pidfile=$1 log=$2
+	shift 2
+	printf '\n=== %s: %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$*" >>"$log"
+	setsid "$@" </dev/null >>"$log" 2>&1 &
+	printf '%s\n' "$!" >"$pidfile"
+}
+
+# stop_pid PIDFILE WHAT: SIGTERM, up to 15 s, then SIGKILL; removes the PID file.
+stop_pid() {
+	local pidfile=$1 what=$2 pid i
+	if [[ ! -f $pidfile ]]; then
+		say "$what: not started here (no $pidfile)"
+		return 0
+	fi
+	pid=$(cat "$pidfile")
+	if pid_alive "$pidfile"; then
+		say "stopping $what (pid $pid)"
+		kill -TERM "$pid" 2>/dev/null || true
+		for ((i = 0; i < 150; i++)); do
+			pid_alive "$pidfile" || break
+			sleep 0.1
+		done
+		if pid_alive "$pidfile"; then
+			say "$what (pid $pid) still there after 15 s: SIGKILL"
+			kill -KILL "$pid" 2>/dev/null || true
+			sleep 0.2
+		fi
+	else
+		say "$what (pid $pid) was not running (or not ours)"
+	fi
+	rm -f "$pidfile"
+}
+
+load_upenv() {
+	[[ -r $upenv ]] || die "no $upenv: run hack/up.sh first"
+	# shellcheck source=/dev/null
+	source "$upenv"
+}
+
+engine_start() {
+	load_upenv
+	local pidfile=$updir/run/metacontroller.pid log=$updir/logs/metacontroller.log
+	if pid_alive "$pidfile"; then
+		say "Metacontroller already running (pid $(cat "$pidfile"))"
+		return 0
+	fi
+	local -a extra=()
+	# shellcheck disable=SC2206 # word-splitting is the documented behaviour
+	[[ -n ${TEAMSPACE_ENGINE_EXTRA_ARGS:-} ]] && extra=($TEAMSPACE_ENGINE_EXTRA_ARGS)
+	start_bg "$pidfile" "$log" "$TEAMSPACE_ENGINE_BIN" \
+		--kubeconfig="$KUBECONFIG" \
+		--client-go-qps=50 --client-go-burst=100 \
+		--discovery-interval=2s \
+		--metrics-address="127.0.0.1:$TEAMSPACE_ENGINE_METRICS_PORT" \
+		--health-probe-bind-address="127.0.0.1:$TEAMSPACE_ENGINE_HEALTH_PORT" \
+		--pprof-address=0 \
+		"${extra[@]}"
+	wait_http "http://127.0.0.1:$TEAMSPACE_ENGINE_HEALTH_PORT/healthz" "$pidfile" "$log" Metacontroller
+	say "Metacontroller running (pid $(cat "$pidfile")), log $log"
+}
+
+engine_stop() {
+	stop_pid "$updir/run/metacontroller.pid" Metacontroller
+}
+
+hook_start() {
+	load_upenv
+	local pidfile=$updir/run/hook.pid log=$updir/logs/hook.log
+	if pid_alive "$pidfile"; then
+		say "hook already running (pid $(cat "$pidfile"))"
+		return 0
+	fi
+	start_bg "$pidfile" "$log" "$updir/bin/teamspace-hook" \
+		--listen-address="127.0.0.1:$TEAMSPACE_HOOK_PORT" \
+		--archive-dir="$TEAMSPACE_ARCHIVE_DIR" \
+		--log-level=info
+	wait_http "$TEAMSPACE_HOOK_URL/healthz" "$pidfile" "$log" hook
+	say "hook running (pid $(cat "$pidfile")) on $TEAMSPACE_HOOK_URL, log $log"
+}
+
+# apply_controller: compositecontroller.yaml with its hook URLs pointed at the local hook.
+apply_controller() {
+	load_upenv
+	local tmp
+	tmp=$(mktemp)
+	sed -e "s#http://127.0.0.1:8080/#$TEAMSPACE_HOOK_URL/#" "$repo/compositecontroller.yaml" >"$tmp"
+	kubectl apply -f "$tmp" >&2
+	rm -f "$tmp"
+}
+
+print_env() {
+	load_upenv
+	cat <<EOF
+export KUBECONFIG=$(printf '%q' "$KUBECONFIG")
+export PATH=$(printf '%q' "$PATH")
+export TEAMSPACE_STATE=$(printf '%q' "$TEAMSPACE_STATE")
+export TEAMSPACE_HOOK_URL=$(printf '%q' "$TEAMSPACE_HOOK_URL")
+export TEAMSPACE_ARCHIVE_DIR=$(printf '%q' "$TEAMSPACE_ARCHIVE_DIR")
+EOF
+}
+
+up() {
+	local no_controller=${TEAMSPACE_NO_CONTROLLER:-}
+	while (($#)); do
+		case $1 in
+		--no-controller) no_controller=1 ;;
+		-h | --help) usage; exit 0 ;;
+		*) die "unknown argument $1 (see --help)" ;;
+		esac
+		shift
+	done
+	[[ $no_controller == 0 ]] && no_controller=
+
+	# Everything that can be missing is checked before anything starts.
+	local engine_bin engine_crds
+	engine_bin=$(find_engine)
+	engine_crds=$(find_engine_crds)
+	command -v go >/dev/null || die "go not found: the hook is built from this checkout"
+	command -v curl >/dev/null || die "curl not found (apt-get install -y curl)"
+	command -v setsid >/dev/null || die "setsid not found (util-linux)"
+	[[ -x $cluster_sh ]] || die "$cluster_sh not found or not executable"
+
+	say "control plane: hack/cluster.sh up"
+	"$cluster_sh" up >&2
+	cluster_env
+	mkdir -p "$updir/bin" "$updir/logs" "$updir/run" "$state/archive"
+
+	# Ports: kept from an earlier up while its processes live, else chosen anew.
+	local hook_port engine_metrics engine_health
+	if [[ -r $upenv ]] && { pid_alive "$updir/run/hook.pid" || pid_alive "$updir/run/metacontroller.pid"; }; then
+		# shellcheck source=/dev/null
+		source "$upenv"
+		hook_port=$TEAMSPACE_HOOK_PORT
+		engine_metrics=$TEAMSPACE_ENGINE_METRICS_PORT
+		engine_health=$TEAMSPACE_ENGINE_HEALTH_PORT
+	else
+		if [[ -n ${HOOK_PORT:-} ]]; then
+			hook_port=$HOOK_PORT
+			port_in_use "$hook_port" && die "HOOK_PORT $hook_port is in use"
+		elif ! port_in_use 8080; then
+			hook_port=8080
+		else
+			hook_port=$(free_port 18080)
+		fi
+		engine_metrics=$(free_port 19999 "$hook_port")
+		engine_health=$(free_port 18081 "$hook_port" "$engine_metrics")
+	fi
+	{
+		printf '# written by hack/up.sh; read by hack/up.sh, hack/down.sh, hack/walkthrough.sh\n'
+		printf 'KUBECONFIG=%q\n' "$KUBECONFIG"
+		printf 'PATH=%q\n' "$PATH"
+		printf 'TEAMSPACE_STATE=%q\n' "$state"
+		printf 'TEAMSPACE_HOOK_PORT=%q\n' "$hook_port"
+		printf 'TEAMSPACE_HOOK_URL=%q\n' "http://127.0.0.1:$hook_port"
+		printf 'TEAMSPACE_ARCHIVE_DIR=%q\n' "$state/archive"
+		printf 'TEAMSPACE_ENGINE_BIN=%q\n' "$engine_bin"
+		printf 'TEAMSPACE_ENGINE_METRICS_PORT=%q\n' "$engine_metrics"
+		printf 'TEAMSPACE_ENGINE_HEALTH_PORT=%q\n' "$engine_health"
+		printf 'TEAMSPACE_ENGINE_EXTRA_ARGS=%q\n' "${METACONTROLLER_ARGS:-}"
+	} >"$upenv.tmp"
+	mv "$upenv.tmp" "$upenv"
+
+	# The engine's CRDs must exist before it starts; crd.yaml before the controller.
+	say "applying Metacontroller's CRDs ($engine_crds) and crd.yaml"
+	kubectl apply -f "$engine_crds" >&2
+	kubectl apply -f "$repo/crd.yaml" >&2
+	kubectl wait --for=condition=Established --timeout=60s \
+		crd/compositecontrollers.metacontroller.k8s.io \
+		crd/decoratorcontrollers.metacontroller.k8s.io \
+		crd/controllerrevisions.metacontroller.k8s.io \
+		crd/teamspaces.platform.labhub.io >&2
+
+	say "building the hook (go build ./hook)"
+	(cd "$repo" && go build -o "$updir/bin/teamspace-hook.new" ./hook)
+	if pid_alive "$updir/run/hook.pid" && ! cmp -s "$updir/bin/teamspace-hook.new" "$updir/bin/teamspace-hook"; then
+		say "hook binary changed: restarting the hook"
+		stop_pid "$updir/run/hook.pid" hook
+	fi
+	mv "$updir/bin/teamspace-hook.new" "$updir/bin/teamspace-hook"
+	hook_start
+	engine_start
+
+	if [[ -z $no_controller ]]; then
+		say "applying compositecontroller.yaml (hooks at $TEAMSPACE_HOOK_URL)"
+		apply_controller
+	else
+		say "not applying compositecontroller.yaml (--no-controller)"
+	fi
+
+	cat >&2 <<EOF
+
+up.sh: TeamSpace is up. State: $state
+  hook:           $TEAMSPACE_HOOK_URL (pid $(cat "$updir/run/hook.pid")), archive $TEAMSPACE_ARCHIVE_DIR
+  Metacontroller: pid $(cat "$updir/run/metacontroller.pid"), health http://127.0.0.1:$TEAMSPACE_ENGINE_HEALTH_PORT/healthz
+  logs:           $updir/logs/hook.log
+                  $updir/logs/metacontroller.log
+                  (control plane logs: see hack/cluster.sh, under $state)
+  stop the engine only: hack/up.sh engine-stop / engine-start; everything: hack/down.sh
+Run this (or: eval "\$(hack/up.sh env)"):
+EOF
+	print_env
+}
+
+cmd=${1:-up}
+case $cmd in
+up) shift $(($# > 0 ? 1 : 0)); up "$@" ;;
+--no-controller) up "$@" ;;
+env) cluster_env; print_env ;;
+engine-stop) cluster_env; engine_stop ;;
+engine-start) cluster_env; engine_start ;;
+stop)
+	# Tolerant: with no cluster state there is nothing of ours to stop.
+	if "$cluster_sh" env >/dev/null 2>&1; then
+		cluster_env
+		engine_stop
+		stop_pid "$updir/run/hook.pid" hook
+	else
+		say "no cluster state (hack/cluster.sh env failed): nothing to stop"
+	fi
+	;;
+apply-controller) cluster_env; apply_controller ;;
+status)
+	cluster_env
+	for p in hook metacontroller; do
+		if pid_alive "$updir/run/$p.pid"; then
+			echo "$p: running (pid $(cat "$updir/run/$p.pid"))"
+		else
+			echo "$p: not running"
+		fi
+	done
+	;;
+-h | --help | help) usage ;;
+*) die "unknown command $cmd (see --help)" ;;
+esac
