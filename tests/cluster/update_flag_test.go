@@ -1,0 +1,5 @@
+package cluster_test
+
+// Every test binary of the module understands -update (tests/golden), so
+// that `go test ./... -update` runs; this package has no golden files.
+import _ "github.com/labhub/teamspace/tests/golden"
