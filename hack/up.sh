@@ -192,7 +192,7 @@ engine_start() {
 	[[ -n ${TEAMSPACE_ENGINE_EXTRA_ARGS:-} ]] && extra=($TEAMSPACE_ENGINE_EXTRA_ARGS)
 	start_bg "$pidfile" "$log" "$TEAMSPACE_ENGINE_BIN" \
 		--kubeconfig="$KUBECONFIG" \
-		--client-go-qps=50 --client-go-burst=100 \
+		--client-go-qps=200 --client-go-burst=400 --workers=20 \
 		--discovery-interval=2s \
 		--metrics-address="127.0.0.1:$TEAMSPACE_ENGINE_METRICS_PORT" \
 		--health-probe-bind-address="127.0.0.1:$TEAMSPACE_ENGINE_HEALTH_PORT" \

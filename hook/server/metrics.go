@@ -2,7 +2,6 @@ package server
 
 import (
 	"strconv"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -37,11 +36,6 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	reg.MustRegister(m.requests, m.duration, m.errors, m.archiveWrites)
 	return m
-}
-
-func (m *metrics) observe(hook string, code int, elapsed time.Duration) {
-	m.requests.WithLabelValues(hook, strconv.Itoa(code)).Inc()
-	m.duration.WithLabelValues(hook).Observe(elapsed.Seconds())
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }

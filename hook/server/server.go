@@ -6,11 +6,14 @@ package server
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/mux"
@@ -58,9 +61,11 @@ func New(cfg Config) *Handler {
 	}
 	h := &Handler{cfg: cfg, metrics: newMetrics(cfg.Registry)}
 	r := mux.NewRouter()
-	r.Handle("/sync", h.hook("sync", h.sync)).Methods(http.MethodPost)
-	r.Handle("/finalize", h.hook("finalize", h.finalize)).Methods(http.MethodPost)
-	r.Handle("/customize", h.hook("customize", h.customize)).Methods(http.MethodPost)
+	// sync and customize are pure: their answers are memoised by request
+	// body (answerCache); finalize has the archive's side effect and is not.
+	r.Handle("/sync", h.hook("sync", h.sync, new(answerCache))).Methods(http.MethodPost)
+	r.Handle("/finalize", h.hook("finalize", h.finalize, nil)).Methods(http.MethodPost)
+	r.Handle("/customize", h.hook("customize", h.customize, new(answerCache))).Methods(http.MethodPost)
 	r.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok\n"))
@@ -95,18 +100,14 @@ var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 // hook wraps a hookFunc with what every hook endpoint does: authentication,
 // the body limit, decoding and validation, the JSON answer, a log line and
 // metrics.
-func (h *Handler) hook(name string, fn hookFunc) http.Handler {
+func (h *Handler) hook(name string, fn hookFunc, cache *answerCache) http.Handler {
+	// The series of a successful call are looked up once, not per request.
+	okRequests := h.metrics.requests.WithLabelValues(name, "200")
+	duration := h.metrics.duration.WithLabelValues(name)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		req, answer, herr := h.serve(r, fn)
+		req, body, herr := h.serve(r, fn, cache)
 		code := http.StatusOK
-		var body []byte
-		if herr == nil {
-			var err error
-			if body, err = json.Marshal(answer); err != nil {
-				herr = &hookError{http.StatusInternalServerError, "EncodeFailed", "cannot encode the answer: " + err.Error()}
-			}
-		}
 		if herr != nil {
 			code = herr.code
 			writeError(w, herr.code, herr.reason, herr.message)
@@ -116,12 +117,17 @@ func (h *Handler) hook(name string, fn hookFunc) http.Handler {
 			_, _ = w.Write(body)
 		}
 		elapsed := time.Since(start)
-		h.metrics.observe(name, code, elapsed)
+		if code == http.StatusOK {
+			okRequests.Inc()
+		} else {
+			h.metrics.requests.WithLabelValues(name, itoa(int64(code))).Inc()
+		}
+		duration.Observe(elapsed.Seconds())
 		h.log(name, req, code, herr, elapsed)
 	})
 }
 
-func (h *Handler) serve(r *http.Request, fn hookFunc) (*teamspace.Request, any, *hookError) {
+func (h *Handler) serve(r *http.Request, fn hookFunc, cache *answerCache) (*teamspace.Request, []byte, *hookError) {
 	if !h.authorized(r) {
 		return nil, nil, &hookError{http.StatusUnauthorized, "Unauthorized", "missing or wrong bearer token"}
 	}
@@ -135,6 +141,13 @@ func (h *Handler) serve(r *http.Request, fn hookFunc) (*teamspace.Request, any, 
 		}
 		return nil, nil, &hookError{http.StatusBadRequest, "ReadFailed", "cannot read request body: " + err.Error()}
 	}
+	var key [sha256.Size]byte
+	if cache != nil {
+		key = sha256.Sum256(buf.Bytes())
+		if e := cache.get(key); e != nil {
+			return e.who, e.answer, nil
+		}
+	}
 	req, err := decode(buf.Bytes())
 	if err != nil {
 		return nil, nil, &hookError{http.StatusBadRequest, "InvalidJSON", err.Error()}
@@ -147,7 +160,51 @@ func (h *Handler) serve(r *http.Request, fn hookFunc) (*teamspace.Request, any, 
 		return req, nil, &hookError{http.StatusBadRequest, "InvalidRequest", err.Error()}
 	}
 	answer, herr := fn(req)
-	return req, answer, herr
+	if herr != nil {
+		return req, nil, herr
+	}
+	body, err := json.Marshal(answer)
+	if err != nil {
+		return req, nil, &hookError{http.StatusInternalServerError, "EncodeFailed", "cannot encode the answer: " + err.Error()}
+	}
+	if cache != nil {
+		cache.put(key, req, body)
+	}
+	return req, body, nil
+}
+
+// answerCache remembers the answers of the pure hooks (sync, customize) by
+// the SHA-256 of the request body: the engine's resyncs send byte-identical
+// requests, and the answer to the same bytes is always the same bytes. It is
+// direct-mapped and lock-free, so its size is fixed (answerCacheSlots
+// answers of ~1.5 KiB) and a collision only costs a recomputation.
+type answerCache struct {
+	slots [answerCacheSlots]atomic.Pointer[cacheEntry]
+}
+
+const answerCacheSlots = 512
+
+type cacheEntry struct {
+	key    [sha256.Size]byte
+	answer []byte
+	who    *teamspace.Request // name, uid and generation, for the log line
+}
+
+func (c *answerCache) slot(key [sha256.Size]byte) *atomic.Pointer[cacheEntry] {
+	return &c.slots[binary.LittleEndian.Uint64(key[:8])%answerCacheSlots]
+}
+
+func (c *answerCache) get(key [sha256.Size]byte) *cacheEntry {
+	if e := c.slot(key).Load(); e != nil && e.key == key {
+		return e
+	}
+	return nil
+}
+
+func (c *answerCache) put(key [sha256.Size]byte, req *teamspace.Request, answer []byte) {
+	m := req.Parent.Metadata
+	who := &teamspace.Request{Parent: &teamspace.Parent{Metadata: teamspace.Meta{Name: m.Name, UID: m.UID, Generation: m.Generation}}}
+	c.slot(key).Store(&cacheEntry{key: key, answer: answer, who: who})
 }
 
 // decode parses a request body, which must be one JSON object.

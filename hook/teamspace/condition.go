@@ -49,7 +49,7 @@ func readyCondition(r *Request, status metav1.ConditionStatus, reason, message s
 // without making the answer depend on when it is computed.
 func (r *Request) observedAt() time.Time {
 	var latest time.Time
-	consider := func(m *metav1.ObjectMeta) {
+	consider := func(m *Meta) {
 		for _, t := range []*metav1.Time{&m.CreationTimestamp, m.DeletionTimestamp} {
 			if t != nil && t.After(latest) {
 				latest = t.Time

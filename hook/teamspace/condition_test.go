@@ -28,10 +28,10 @@ func TestReadyConditionTransitionTime(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := &Request{Parent: &Parent{Metadata: metav1.ObjectMeta{
+			r := &Request{Parent: &Parent{Metadata: Meta{
 				Name: "a", Generation: 3, CreationTimestamp: created,
-				ManagedFields: []metav1.ManagedFieldsEntry{{Time: &edited}},
-			}}, Children: map[string]ObjectMap{NamespaceGroup: {"team-a": {Metadata: metav1.ObjectMeta{CreationTimestamp: childCreated}}}}}
+				ManagedFields: []ManagedFieldsTime{{Time: &edited}},
+			}}, Children: map[string]ObjectMap{NamespaceGroup: {"team-a": {Metadata: Meta{CreationTimestamp: childCreated}}}}}
 			r.Parent.Status.Conditions = tt.previous
 			c := readyCondition(r, tt.status, "Reason", "message")
 			if !c.LastTransitionTime.Equal(&tt.want) {

@@ -10,6 +10,7 @@ import (
 	"regexp"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
@@ -51,9 +52,9 @@ type ObjectMap map[string]*Object
 
 // Parent is the TeamSpace as the engine observed it.
 type Parent struct {
-	APIVersion string            `json:"apiVersion"`
-	Kind       string            `json:"kind"`
-	Metadata   metav1.ObjectMeta `json:"metadata"`
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Metadata   Meta   `json:"metadata"`
 	// Spec is kept raw: a spec that bypassed server validation must still be
 	// answered (keeping what exists), not refused as a malformed request.
 	Spec   json.RawMessage `json:"spec"`
@@ -65,15 +66,38 @@ type Parent struct {
 // Object is an observed child or related object: metadata plus the few
 // fields of Namespace and ResourceQuota the hook reads.
 type Object struct {
-	APIVersion string            `json:"apiVersion"`
-	Kind       string            `json:"kind"`
-	Metadata   metav1.ObjectMeta `json:"metadata"`
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Metadata   Meta   `json:"metadata"`
 	Spec       struct {
 		Hard map[string]string `json:"hard"`
 	} `json:"spec"`
 	Status struct {
 		Phase string `json:"phase"`
 	} `json:"status"`
+}
+
+// Meta is the part of an object's metadata the hook reads. Decoding only
+// this, rather than metav1.ObjectMeta, skips the bulk of every request: the
+// fieldsV1 trees of managedFields and the labels the hook never looks at
+// are scanned but not built (BENCHMARKS.md: -20% allocations and about
+// -15% time per sync request).
+type Meta struct {
+	Name              string                  `json:"name"`
+	Namespace         string                  `json:"namespace,omitempty"`
+	UID               types.UID               `json:"uid"`
+	Generation        int64                   `json:"generation,omitempty"`
+	CreationTimestamp metav1.Time             `json:"creationTimestamp"`
+	DeletionTimestamp *metav1.Time            `json:"deletionTimestamp,omitempty"`
+	Annotations       map[string]string       `json:"annotations,omitempty"`
+	OwnerReferences   []metav1.OwnerReference `json:"ownerReferences,omitempty"`
+	// ManagedFields keeps only each entry's time (see observedAt).
+	ManagedFields []ManagedFieldsTime `json:"managedFields,omitempty"`
+}
+
+// ManagedFieldsTime is the time of one managedFields entry.
+type ManagedFieldsTime struct {
+	Time *metav1.Time `json:"time,omitempty"`
 }
 
 // RequestError says why a request cannot be answered at all; the HTTP layer

@@ -159,11 +159,11 @@ func TestUnitsSettings(t *testing.T) {
 				"/usr/local/bin/metacontroller", "--kubeconfig=%d/kubeconfig",
 				"--metrics-address=127.0.0.1:9999", "--health-probe-bind-address=127.0.0.1:8081",
 				"--discovery-interval=5s", "--leader-election=false",
-				"--client-go-qps=50", "--client-go-burst=100",
+				"--client-go-qps=200", "--client-go-burst=400", "--workers=20",
 			},
 			// Never k3s's admin credential.
 			argsAvoid:  []string{"k3s.yaml", "rancher"},
-			envContain: []string{"METACONTROLLER_TUNING=--client-go-qps=50 --client-go-burst=100 --workers="},
+			envContain: []string{"METACONTROLLER_TUNING=--client-go-qps=200 --client-go-burst=400 --workers=20"},
 		},
 	}
 	for _, tc := range tests {

@@ -1,0 +1,302 @@
+#!/usr/bin/env bash
+# hack/bench.sh: every figure of BENCHMARKS.md, reproduced.
+#
+#   hack/bench.sh [all|machine|micro|http|e2e] ...   (default: all, in that order)
+#
+#   machine  nproc, CPU, kernel, Go, Kubernetes and engine versions
+#   micro    go test -bench Hooks -benchmem -count 6 on the recorded engine
+#            requests, summarised with benchstat
+#   http     the hook and hack/bench/bare (the same answer bytes from a
+#            minimal net/http server) under wrk on loopback, alternating
+#            bare, hook, bare, hook... in one run; medians, ratio, VmHWM/VmRSS
+#   e2e      with the real engine (hack/up.sh in a private state directory):
+#            hack/bench/drift for every engine configuration of
+#            ENGINE_CONFIGS, then hack/bench/scale (200 TeamSpaces) for
+#            every configuration of SCALE_ENGINE_CONFIGS; hack/down.sh at the end
+#
+# Environment (defaults in brackets):
+#   BENCH_OUT            results directory [bench-results/<UTC time>]
+#   HTTP_BODY            recorded request POSTed by wrk [tests/testdata/sync/recorded-steady/request.json]
+#   HTTP_CONNS           wrk connection counts [64 8]
+#   HTTP_ROUNDS          rounds of (bare, hook) per connection count [5]
+#   HTTP_DURATION        length of one wrk run [10s]
+#   BENCH_EXTRA_HOOKS    more hook binaries to alternate with, "label=/path ..." (prototypes)
+#   METACONTROLLER_BIN   the engine (as for hack/up.sh) [metacontroller on PATH]
+#   ENGINE_VERSION       its version, for machine.txt (the binary does not tell)
+#   ENGINE_CONFIGS       ";"-separated "label=engine flags" for drift
+#                        [see ENGINE_CONFIGS_DEFAULT below]
+#   SCALE_ENGINE_CONFIGS the same for scale, each on a fresh setup
+#                        [qps50 (hack/up.sh's) and qps200-w20 (recommended)]
+#   DRIFT_REPS           repetitions of restore and of revert [20]
+#   SCALE_COUNT          TeamSpaces in scale [200]
+#   SCALE_STEADY         steady-state window, ten resync periods [100s]
+#   SCALE_DOWN           how long the engine is stopped in catch-up [60s]
+#   BENCH_STATE          TEAMSPACE_STATE of the private setup [/tmp/teamspace-bench]
+#   HOOK_PORT            hook port of that setup [18380]
+#   BENCH_ENGINE_METRICS_PORT, BENCH_ENGINE_HEALTH_PORT  engine ports [28999, 28081]
+#   BENCH_KEEP_SETUP=1   leave the setup running at the end
+#
+# Every loop is bounded; wrk is installed with apt-get when missing.
+set -euo pipefail
+export LC_ALL=C
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+hack=$repo/hack
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+source "$hack/lib.sh"
+
+BENCHSTAT=golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
+
+out=${BENCH_OUT:-$repo/bench-results/$(date -u +%Y%m%dT%H%M%SZ)}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+bin=$out/bin
+mkdir -p "$bin"
+
+say() { printf '[%s] bench: %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+
+# ------------------------------------------------------------------ machine
+
+machine() {
+	local f=$out/machine.txt engine=${METACONTROLLER_BIN:-$(command -v metacontroller || true)}
+	{
+		echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+		echo "nproc: $(nproc)"
+		echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
+		echo "memory: $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo)"
+		echo "kernel: $(uname -r)"
+		echo "os: $(. /etc/os-release && echo "$PRETTY_NAME")"
+		echo "go: $(go version)"
+		echo "kubernetes: $KUBE_VERSION (hack/lib.sh; binaries in $KUBE_BIN_DIR)"
+		if [[ -n $engine && -x $engine ]]; then
+			echo "engine: $engine, version ${ENGINE_VERSION:-unknown (set ENGINE_VERSION)}, $(go version "$engine" 2>/dev/null | cut -d' ' -f2-)"
+		else
+			echo "engine: none (METACONTROLLER_BIN unset)"
+		fi
+		echo "wrk: $(wrk --version 2>&1 | head -1 || true)"
+		echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+	} | tee "$f" >&2
+}
+
+# -------------------------------------------------------------------- micro
+
+micro() {
+	say "micro: go test ./hook/server -run '^\$' -bench Hooks -benchmem -count 6"
+	(cd "$repo" && go test ./hook/server -run '^$' -bench Hooks -benchmem -count 6) | tee "$out/micro.txt" >&2
+	(cd "$repo" && go test ./hook/server -run '^$' -bench 'Hooks/sync/steady' -benchtime 3s \
+		-cpuprofile "$out/micro-cpu.pprof" -o "$bin/server.test") >/dev/null
+	go tool pprof -top -cum -nodecount 40 "$bin/server.test" "$out/micro-cpu.pprof" >"$out/micro-cpu-top.txt" 2>/dev/null || true
+	if (cd "$hack" && go run "$BENCHSTAT" "$out/micro.txt") >"$out/micro-benchstat.txt" 2>"$out/micro-benchstat.err"; then
+		cat "$out/micro-benchstat.txt" >&2
+	else
+		say "benchstat failed (see $out/micro-benchstat.err); raw figures are in $out/micro.txt"
+	fi
+}
+
+# --------------------------------------------------------------------- http
+
+declare -a started_pids=()
+
+# start_server NAME CMD...: starts CMD pinned to CPU 0, records its pid.
+start_server() {
+	local name=$1
+	shift
+	taskset -c 0 "$@" >"$out/http-$name.log" 2>&1 &
+	started_pids+=("$!")
+	printf '%s\n' "$!" >"$out/http-$name.pid"
+}
+
+stop_servers() {
+	local p
+	for p in "${started_pids[@]}"; do
+		kill "$p" 2>/dev/null || true
+	done
+	for p in "${started_pids[@]}"; do
+		wait "$p" 2>/dev/null || true
+	done
+	started_pids=()
+}
+
+wait_port() {
+	local i
+	for ((i = 0; i < 100; i++)); do
+		curl -fsS -o /dev/null --max-time 1 "http://127.0.0.1:$1/healthz" 2>/dev/null && return 0
+		# bare answers every path; the hook answers /healthz
+		sleep 0.1
+	done
+	die "nothing answers on 127.0.0.1:$1"
+}
+
+median() { sort -g | awk '{a[NR]=$1} END {if (NR == 0) print "nan"; else if (NR % 2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
+
+http() {
+	command -v wrk >/dev/null || apt_install wrk
+	command -v taskset >/dev/null || die "taskset not found (util-linux)"
+	local body=${HTTP_BODY:-$repo/tests/testdata/sync/recorded-steady/request.json}
+	local rounds=${HTTP_ROUNDS:-5} dur=${HTTP_DURATION:-10s} conns
+	read -r -a conns <<<"${HTTP_CONNS:-64 8}"
+	say "http: building the hook and hack/bench/bare"
+	(cd "$repo" && go build -o "$bin/teamspace-hook" ./hook)
+	(cd "$hack" && go build -o "$bin/bare" ./bench/bare)
+
+	# label=port=binary for every hook variant
+	local -a variants=("hook=18391=$bin/teamspace-hook")
+	local v port=18392
+	for v in ${BENCH_EXTRA_HOOKS:-}; do
+		variants+=("${v%%=*}=$port=${v#*=}")
+		port=$((port + 1))
+	done
+	trap stop_servers EXIT
+	local label path
+	for v in "${variants[@]}"; do
+		IFS='=' read -r label port path <<<"$v"
+		mkdir -p "$out/http-archive-$label"
+		start_server "$label" "$path" --listen-address="127.0.0.1:$port" --archive-dir="$out/http-archive-$label" --log-level=info
+		wait_port "$port"
+	done
+	# bare answers what the hook answers to this request
+	curl -fsS --data-binary "@$body" -H 'Content-Type: application/json' -o "$out/http-answer.json" "http://127.0.0.1:18391/sync"
+	start_server bare "$bin/bare" -listen 127.0.0.1:18390 -response "$out/http-answer.json"
+	wait_port 18390
+	for v in "${variants[@]}"; do
+		IFS='=' read -r label port path <<<"$v"
+		curl -fsS --data-binary "@$body" -H 'Content-Type: application/json' "http://127.0.0.1:$port/sync" | cmp -s - "$out/http-answer.json" ||
+			die "$label answers other bytes than the hook"
+	done
+
+	local raw=$out/http-raw.txt c r
+	: >"$raw"
+	for c in "${conns[@]}"; do
+		for ((r = 1; r <= rounds; r++)); do
+			for v in "bare=18390=" "${variants[@]}"; do
+				IFS='=' read -r label port path <<<"$v"
+				say "http: c=$c round $r/$rounds $label"
+				BODY_FILE=$body taskset -c 1 wrk -t1 -c"$c" -d"$dur" -s "$hack/bench/wrk/post.lua" "http://127.0.0.1:$port/sync" |
+					grep '^RESULT' | sed "s/^RESULT/RESULT server=$label conns=$c round=$r/" | tee -a "$raw" >&2
+			done
+		done
+	done
+	{
+		printf 'HTTP: wrk -t1 -c<conns> -d%s (pinned to CPU 1), servers pinned to CPU 0, body %s, %s rounds alternating\n' "$dur" "${body#"$repo"/}" "$rounds"
+		printf '%-10s %6s %10s %10s %10s %10s %8s\n' server conns rps_med p50_ms p99_ms ratio errors
+		for c in "${conns[@]}"; do
+			local bare_rps
+			bare_rps=$(grep "server=bare conns=$c " "$raw" | sed -E 's/.* rps=([0-9.]+).*/\1/' | median)
+			for v in "bare=18390=" "${variants[@]}"; do
+				IFS='=' read -r label port path <<<"$v"
+				local sel rps p50 p99 errs
+				sel=$(grep "server=$label conns=$c " "$raw")
+				rps=$(sed -E 's/.* rps=([0-9.]+).*/\1/' <<<"$sel" | median)
+				p50=$(sed -E 's/.* p50_us=([0-9]+).*/\1/' <<<"$sel" | median)
+				p99=$(sed -E 's/.* p99_us=([0-9]+).*/\1/' <<<"$sel" | median)
+				errs=$(sed -E 's/.* errors=([0-9]+) non2xx=([0-9]+).*/\1 \2/' <<<"$sel" | awk '{s+=$1+$2} END {print s+0}')
+				printf '%-10s %6s %10.0f %10.3f %10.3f %10.2f %8s\n' "$label" "$c" "$rps" "$(awk -v x="$p50" 'BEGIN{print x/1000}')" "$(awk -v x="$p99" 'BEGIN{print x/1000}')" "$(awk -v a="$rps" -v b="$bare_rps" 'BEGIN{print a/b}')" "$errs"
+			done
+		done
+		echo "memory after all runs (/proc/<pid>/status):"
+		for v in "${variants[@]}" "bare=18390="; do
+			IFS='=' read -r label port path <<<"$v"
+			printf '  %-10s %s\n' "$label" "$(grep -E 'VmHWM|VmRSS' "/proc/$(cat "$out/http-$label.pid")/status" | tr -s ' \t' ' ' | paste -sd' ')"
+		done
+	} | tee "$out/http.txt" >&2
+	stop_servers
+	trap - EXIT
+}
+
+# ---------------------------------------------------------------------- e2e
+
+# The engine flags compared; hack/up.sh always passes
+# --client-go-qps=50 --client-go-burst=100 first, and later flags win.
+ENGINE_CONFIGS_DEFAULT="qps5-default=--client-go-qps=5 --client-go-burst=10"
+ENGINE_CONFIGS_DEFAULT+=";qps50=--client-go-qps=50 --client-go-burst=100"
+ENGINE_CONFIGS_DEFAULT+=";qps50-ssa=--client-go-qps=50 --client-go-burst=100 --apply-strategy=server-side-apply"
+ENGINE_CONFIGS_DEFAULT+=";qps50-w10=--client-go-qps=50 --client-go-burst=100 --workers=10"
+ENGINE_CONFIGS_DEFAULT+=";qps200-w20=--client-go-qps=200 --client-go-burst=400 --workers=20"
+SCALE_ENGINE_CONFIGS_DEFAULT="qps50=--client-go-qps=50 --client-go-burst=100"
+SCALE_ENGINE_CONFIGS_DEFAULT+=";qps200-w20=--client-go-qps=200 --client-go-burst=400 --workers=20"
+
+# Engine ports of the private setup: hack/up.sh picks free ones once and
+# keeps them in up.env, so a setup started later by someone else can take
+# them while the engine is stopped; fixed, unusual ports avoid that.
+BENCH_ENGINE_METRICS_PORT=${BENCH_ENGINE_METRICS_PORT:-28999}
+BENCH_ENGINE_HEALTH_PORT=${BENCH_ENGINE_HEALTH_PORT:-28081}
+
+e2e_setup_started=
+e2e_down() {
+	if [[ -n $e2e_setup_started && -z ${BENCH_KEEP_SETUP:-} ]]; then
+		say "e2e: hack/down.sh (TEAMSPACE_STATE=$TEAMSPACE_STATE)"
+		"$hack/down.sh" >&2 || true
+	fi
+}
+
+# engine_with FLAGS: (re)starts the private setup (hack/up.sh) with the
+# engine given these extra flags, on the bench's engine ports.
+engine_with() {
+	local upenv=$TEAMSPACE_STATE/up/up.env
+	if [[ ! -f $upenv ]] || ! "$hack/up.sh" status 2>/dev/null | grep -q '^hook: running'; then
+		METACONTROLLER_ARGS=$1 "$hack/up.sh" up >&2
+	fi
+	"$hack/up.sh" engine-stop >&2
+	sed -i -e "s/^TEAMSPACE_ENGINE_METRICS_PORT=.*/TEAMSPACE_ENGINE_METRICS_PORT=$BENCH_ENGINE_METRICS_PORT/" \
+		-e "s/^TEAMSPACE_ENGINE_HEALTH_PORT=.*/TEAMSPACE_ENGINE_HEALTH_PORT=$BENCH_ENGINE_HEALTH_PORT/" "$upenv"
+	# the hook runs, so up keeps the ports of up.env and starts the engine
+	METACONTROLLER_ARGS=$1 "$hack/up.sh" up >&2
+}
+
+e2e() {
+	export TEAMSPACE_STATE=${BENCH_STATE:-/tmp/teamspace-bench}
+	export HOOK_PORT=${HOOK_PORT:-18380}
+	[[ -n ${METACONTROLLER_BIN:-} ]] || command -v metacontroller >/dev/null ||
+		die "e2e needs the engine: set METACONTROLLER_BIN (see hack/up.sh)"
+	(cd "$hack" && go build -o "$bin/drift" ./bench/drift && go build -o "$bin/scale" ./bench/scale)
+	trap e2e_down EXIT
+	e2e_setup_started=1
+
+	local configs cfg label flags
+	IFS=';' read -r -a configs <<<"${ENGINE_CONFIGS:-$ENGINE_CONFIGS_DEFAULT}"
+	for cfg in "${configs[@]}"; do
+		label=${cfg%%=*}
+		flags=${cfg#*=}
+		say "e2e: drift, engine config $label: $flags"
+		engine_with "$flags"
+		eval "$("$hack/up.sh" env)"
+		"$bin/drift" -reps "${DRIFT_REPS:-20}" -name "bench-drift-$label" -label "$label" \
+			2>"$out/drift-$label.log" | tee "$out/drift-$label.txt" >&2
+	done
+	grep -h '^RESULT' "$out"/drift-*.txt | tee "$out/drift.txt" >&2
+
+	# scale: a fresh setup per configuration, so each starts from an empty cluster
+	IFS=';' read -r -a configs <<<"${SCALE_ENGINE_CONFIGS:-$SCALE_ENGINE_CONFIGS_DEFAULT}"
+	: >"$out/scale.txt"
+	for cfg in "${configs[@]}"; do
+		label=${cfg%%=*}
+		flags=${cfg#*=}
+		say "e2e: scale, engine config $label: $flags (fresh setup)"
+		"$hack/down.sh" >&2 || true
+		engine_with "$flags"
+		eval "$("$hack/up.sh" env)"
+		"$bin/scale" -count "${SCALE_COUNT:-200}" -steady "${SCALE_STEADY:-100s}" -down "${SCALE_DOWN:-60s}" \
+			-engine-metrics "http://127.0.0.1:$BENCH_ENGINE_METRICS_PORT/metrics" \
+			-hook-metrics "$TEAMSPACE_HOOK_URL/metrics" \
+			-stop-cmd "'$hack/up.sh' engine-stop" \
+			-start-cmd "'$hack/up.sh' engine-start" \
+			-label "$label" 2>"$out/scale-$label.log" | tee -a "$out/scale.txt" >&2
+	done
+	e2e_down
+	e2e_setup_started=
+	trap - EXIT
+}
+
+# --------------------------------------------------------------------- main
+
+steps=("$@")
+((${#steps[@]})) || steps=(all)
+for s in "${steps[@]}"; do
+	case $s in
+	all) machine; micro; http; e2e ;;
+	machine | micro | http | e2e) "$s" ;;
+	-h | --help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//'; exit 0 ;;
+	*) die "unknown step $s (see --help)" ;;
+	esac
+done
+say "results in $out"

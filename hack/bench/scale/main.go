@@ -1,0 +1,376 @@
+// Command scale measures the running engine + hook with many TeamSpaces:
+//
+//  1. create: -count TeamSpaces created at once; time until every one is
+//     Ready=True for its generation (and until every quota exists);
+//
+//  2. steady: after a quiet period, the API write requests made during
+//     -steady (ten resync periods) — from kube-apiserver's
+//     apiserver_request_total (mutating verbs on namespaces, resourcequotas,
+//     teamspaces) and from the engine's own client metrics
+//     (rest_client_requests_total by method) — plus the hook calls made;
+//
+//  3. catch-up: the engine is stopped (-stop-cmd), every spec changes, and
+//     after -down the engine is started again (-start-cmd); time until every
+//     observedGeneration == generation, Ready=True and every quota holds the
+//     new value.
+//
+//     eval "$(hack/up.sh env)"; cd hack && go run ./bench/scale -count 200 \
+//     -engine-metrics http://127.0.0.1:19999/metrics -hook-metrics $TEAMSPACE_HOOK_URL/metrics \
+//     -stop-cmd 'hack/up.sh engine-stop' -start-cmd 'hack/up.sh engine-start'
+package main
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"os"
+	"os/exec"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/labhub/teamspace/hack/bench/internal/benchutil"
+)
+
+func main() {
+	count := flag.Int("count", 200, "TeamSpaces to create")
+	prefix := flag.String("prefix", "bench-s", "name prefix (names are <prefix>-NNN)")
+	phases := flag.String("phases", "create,steady,catchup", "phases to run, comma-separated")
+	steady := flag.Duration("steady", 100*time.Second, "steady-state window (ten resync periods)")
+	quiet := flag.Duration("quiet", 15*time.Second, "wait before the steady window (the quota controller's status writes settle)")
+	down := flag.Duration("down", 60*time.Second, "how long the engine stays stopped in catch-up")
+	stopCmd := flag.String("stop-cmd", "", "shell command that stops the engine (catch-up)")
+	startCmd := flag.String("start-cmd", "", "shell command that starts the engine again (catch-up)")
+	engineMetrics := flag.String("engine-metrics", "", "the engine's /metrics URL (its client's request counts)")
+	hookMetrics := flag.String("hook-metrics", "", "the hook's /metrics URL (hook calls)")
+	timeout := flag.Duration("timeout", 10*time.Minute, "give up on a phase after this long")
+	catchupPods := flag.Int("catchup-pods", 4, "spec.pods every TeamSpace is changed to in catch-up (created with 2)")
+	cleanup := flag.Bool("cleanup", false, "delete the TeamSpaces at the end")
+	label := flag.String("label", "", "tag printed on the RESULT lines (e.g. the engine flags)")
+	flag.Parse()
+
+	c, err := benchutil.NewClients("")
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s := &scale{c: c, timeout: *timeout, label: *label}
+	for i := 0; i < *count; i++ {
+		s.names = append(s.names, fmt.Sprintf("%s-%03d", *prefix, i))
+	}
+	s.startInformers(ctx)
+
+	for _, phase := range strings.Split(*phases, ",") {
+		var err error
+		switch phase {
+		case "create":
+			err = s.create(ctx)
+		case "steady":
+			err = s.steady(ctx, *quiet, *steady, *engineMetrics, *hookMetrics)
+		case "catchup":
+			err = s.catchUp(ctx, *stopCmd, *startCmd, *down, *catchupPods)
+		default:
+			err = fmt.Errorf("unknown phase %q", phase)
+		}
+		if err != nil {
+			log.Fatalf("%s: %v", phase, err)
+		}
+	}
+	if *cleanup {
+		for _, n := range s.names {
+			_ = c.Dynamic.Resource(benchutil.TeamSpaces).Delete(ctx, n, metav1.DeleteOptions{})
+		}
+	}
+}
+
+type scale struct {
+	c       *benchutil.Clients
+	names   []string
+	timeout time.Duration
+	label   string
+	ts      cache.Store
+	quotas  cache.Store
+}
+
+func (s *scale) result(format string, args ...any) {
+	line := fmt.Sprintf(format, args...)
+	if s.label != "" {
+		line += " config=" + s.label
+	}
+	fmt.Println("RESULT scale " + line)
+}
+
+func (s *scale) startInformers(ctx context.Context) {
+	dyn := dynamicinformer.NewDynamicSharedInformerFactory(s.c.Dynamic, 0)
+	tsInf := dyn.ForResource(benchutil.TeamSpaces).Informer()
+	kube := informers.NewSharedInformerFactoryWithOptions(s.c.Kube, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+		o.LabelSelector = "platform.labhub.io/teamspace"
+	}))
+	qInf := kube.Core().V1().ResourceQuotas().Informer()
+	dyn.Start(ctx.Done())
+	kube.Start(ctx.Done())
+	cache.WaitForCacheSync(ctx.Done(), tsInf.HasSynced, qInf.HasSynced)
+	s.ts, s.quotas = tsInf.GetStore(), qInf.GetStore()
+}
+
+// state counts TeamSpaces that are Ready for their generation and quotas
+// that hold pods=want ("" = any value).
+func (s *scale) state(want string) (ready, quotas int) {
+	for _, n := range s.names {
+		if obj, ok, _ := s.ts.GetByKey(n); ok {
+			ts := obj.(*unstructured.Unstructured)
+			if benchutil.Ready(ts) {
+				ready++
+			}
+		}
+		if obj, ok, _ := s.quotas.GetByKey("team-" + n + "/team-quota"); ok {
+			q := obj.(*corev1.ResourceQuota)
+			p, has := q.Spec.Hard[corev1.ResourcePods]
+			if has && (want == "" || p.String() == want) {
+				quotas++
+			}
+		}
+	}
+	return ready, quotas
+}
+
+// waitAll polls the informer caches every 10 ms until all TeamSpaces are
+// Ready and all quotas hold want; it returns when each was first true.
+func (s *scale) waitAll(start time.Time, want string) (allQuotas, allReady time.Duration, err error) {
+	deadline := start.Add(s.timeout)
+	lastLog := time.Now()
+	for time.Now().Before(deadline) {
+		ready, quotas := s.state(want)
+		if quotas == len(s.names) && allQuotas == 0 {
+			allQuotas = time.Since(start)
+		}
+		if ready == len(s.names) && quotas == len(s.names) {
+			return allQuotas, time.Since(start), nil
+		}
+		if time.Since(lastLog) > 5*time.Second {
+			fmt.Fprintf(os.Stderr, "  %.0fs: %d/%d Ready, %d/%d quotas\n", time.Since(start).Seconds(), ready, len(s.names), quotas, len(s.names))
+			lastLog = time.Now()
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	ready, quotas := s.state(want)
+	return 0, 0, fmt.Errorf("after %s: %d/%d Ready, %d/%d quotas", s.timeout, ready, len(s.names), quotas, len(s.names))
+}
+
+func (s *scale) create(ctx context.Context) error {
+	ts := s.c.Dynamic.Resource(benchutil.TeamSpaces)
+	start := time.Now()
+	var wg sync.WaitGroup
+	errs := make(chan error, len(s.names))
+	work := make(chan string)
+	for w := 0; w < 32; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := range work {
+				if _, err := ts.Create(ctx, benchutil.NewTeamSpace(n, 2, "100m"), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+					errs <- err
+				}
+			}
+		}()
+	}
+	for _, n := range s.names {
+		work <- n
+	}
+	close(work)
+	wg.Wait()
+	created := time.Since(start)
+	select {
+	case err := <-errs:
+		return err
+	default:
+	}
+	allQuotas, allReady, err := s.waitAll(start, "2")
+	if err != nil {
+		return err
+	}
+	s.result("create count=%d created_ms=%s all_quotas_ms=%s all_ready_ms=%s", len(s.names), benchutil.Ms(created), benchutil.Ms(allQuotas), benchutil.Ms(allReady))
+	return nil
+}
+
+// counters are Prometheus counter values by series (name{labels}).
+type counters map[string]float64
+
+func scrape(ctx context.Context, get func(context.Context) (io.ReadCloser, error), keep func(string) bool) (counters, error) {
+	body, err := get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer body.Close()
+	out := counters{}
+	sc := bufio.NewScanner(body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "#") || !keep(line) {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			continue
+		}
+		out[line[:i]] = v
+	}
+	return out, sc.Err()
+}
+
+func httpGetter(url string) func(context.Context) (io.ReadCloser, error) {
+	return func(ctx context.Context) (io.ReadCloser, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		if resp.StatusCode != http.StatusOK {
+			resp.Body.Close()
+			return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
+		}
+		return resp.Body, nil
+	}
+}
+
+// apiserverWrites keeps the mutating requests on the TeamSpace resources.
+func apiserverWrites(line string) bool {
+	if !strings.HasPrefix(line, "apiserver_request_total{") {
+		return false
+	}
+	verbOK := false
+	for _, v := range []string{`verb="POST"`, `verb="PUT"`, `verb="PATCH"`, `verb="APPLY"`, `verb="DELETE"`, `verb="DELETECOLLECTION"`} {
+		if strings.Contains(line, v) {
+			verbOK = true
+		}
+	}
+	if !verbOK {
+		return false
+	}
+	for _, r := range []string{`resource="namespaces"`, `resource="resourcequotas"`, `resource="teamspaces"`} {
+		if strings.Contains(line, r) {
+			return true
+		}
+	}
+	return false
+}
+
+func diff(before, after counters) (total float64, lines []string) {
+	for k, v := range after {
+		if d := v - before[k]; d != 0 {
+			total += d
+			lines = append(lines, fmt.Sprintf("    %s +%g", k, d))
+		}
+	}
+	sort.Strings(lines)
+	return total, lines
+}
+
+func (s *scale) steady(ctx context.Context, quiet, window time.Duration, engineURL, hookURL string) error {
+	if ready, quotas := s.state(""); ready != len(s.names) || quotas != len(s.names) {
+		return fmt.Errorf("not all Ready before the steady phase (%d/%d Ready)", ready, len(s.names))
+	}
+	time.Sleep(quiet)
+	apiserver := func(ctx context.Context) (io.ReadCloser, error) {
+		return s.c.Kube.CoreV1().RESTClient().Get().AbsPath("/metrics").Stream(ctx)
+	}
+	type source struct {
+		name string
+		get  func(context.Context) (io.ReadCloser, error)
+		keep func(string) bool
+	}
+	sources := []source{{"apiserver_writes", apiserver, apiserverWrites}}
+	if engineURL != "" {
+		sources = append(sources, source{"engine_client_writes", httpGetter(engineURL), func(l string) bool {
+			return strings.HasPrefix(l, "rest_client_requests_total{") && !strings.Contains(l, `method="GET"`)
+		}}, source{"engine_client_gets", httpGetter(engineURL), func(l string) bool {
+			return strings.HasPrefix(l, "rest_client_requests_total{") && strings.Contains(l, `method="GET"`)
+		}})
+	}
+	if hookURL != "" {
+		sources = append(sources, source{"hook_calls", httpGetter(hookURL), func(l string) bool {
+			return strings.HasPrefix(l, "teamspace_hook_requests_total{")
+		}})
+	}
+	before := make([]counters, len(sources))
+	for i, src := range sources {
+		c, err := scrape(ctx, src.get, src.keep)
+		if err != nil {
+			return fmt.Errorf("%s: %w", src.name, err)
+		}
+		before[i] = c
+	}
+	fmt.Fprintf(os.Stderr, "steady: watching for %s\n", window)
+	time.Sleep(window)
+	parts := []string{fmt.Sprintf("steady window_s=%.0f", window.Seconds())}
+	for i, src := range sources {
+		after, err := scrape(ctx, src.get, src.keep)
+		if err != nil {
+			return fmt.Errorf("%s: %w", src.name, err)
+		}
+		total, lines := diff(before[i], after)
+		parts = append(parts, fmt.Sprintf("%s=%g", src.name, total))
+		fmt.Fprintf(os.Stderr, "  %s: %g\n%s\n", src.name, total, strings.Join(lines, "\n"))
+	}
+	s.result("%s", strings.Join(parts, " "))
+	return nil
+}
+
+func runShell(cmd string) error {
+	c := exec.Command("bash", "-c", cmd)
+	c.Stdout, c.Stderr = os.Stderr, os.Stderr
+	return c.Run()
+}
+
+func (s *scale) catchUp(ctx context.Context, stopCmd, startCmd string, down time.Duration, pods int) error {
+	if stopCmd == "" || startCmd == "" {
+		return fmt.Errorf("catch-up needs -stop-cmd and -start-cmd")
+	}
+	if err := runShell(stopCmd); err != nil {
+		return fmt.Errorf("stop: %w", err)
+	}
+	stopped := time.Now()
+	ts := s.c.Dynamic.Resource(benchutil.TeamSpaces)
+	for _, n := range s.names {
+		if _, err := ts.Patch(ctx, n, types.MergePatchType, []byte(fmt.Sprintf(`{"spec":{"pods":%d}}`, pods)), metav1.PatchOptions{}); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(os.Stderr, "catch-up: %d specs changed in %s; engine down for %s\n", len(s.names), time.Since(stopped).Round(time.Millisecond), down)
+	time.Sleep(time.Until(stopped.Add(down)))
+	start := time.Now()
+	if err := runShell(startCmd); err != nil {
+		return fmt.Errorf("start: %w", err)
+	}
+	started := time.Since(start)
+	allQuotas, allReady, err := s.waitAll(start, strconv.Itoa(pods))
+	if err != nil {
+		return err
+	}
+	s.result("catchup count=%d engine_start_ms=%s all_quotas_ms=%s all_ready_ms=%s", len(s.names), benchutil.Ms(started), benchutil.Ms(allQuotas), benchutil.Ms(allReady))
+	return nil
+}
