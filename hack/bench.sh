@@ -233,7 +233,7 @@ e2e_down() {
 # engine given these extra flags, on the bench's engine ports.
 engine_with() {
 	local upenv=$TEAMSPACE_STATE/up/up.env
-	if [[ ! -f $upenv ]] || ! "$hack/up.sh" status 2>/dev/null | grep -q '^hook: running'; then
+	if [[ ! -f $upenv ]] || ! "$hack/up.sh" status 2>/dev/null | grep '^hook: running' >/dev/null; then
 		METACONTROLLER_ARGS=$1 "$hack/up.sh" up >&2
 	fi
 	"$hack/up.sh" engine-stop >&2

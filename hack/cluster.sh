@@ -47,17 +47,10 @@ usage() {
 
 # ---------------------------------------------------------------- processes
 
-pid_of() {
-	cat "${PIDS}/$1.pid" 2>/dev/null || true
-}
-
 # alive NAME: the process recorded for NAME runs, and is ours (its command
-# line names the state dir, so a recycled pid is never taken for it).
+# line names the state dir).
 alive() {
-	local pid
-	pid="$(pid_of "$1")"
-	[[ -n "${pid}" && -r "/proc/${pid}/cmdline" ]] || return 1
-	tr '\0' ' ' <"/proc/${pid}/cmdline" | grep -qF -- "${STATE}"
+	pid_owned "${PIDS}/$1.pid" "${STATE}" >/dev/null
 }
 
 any_alive() {
@@ -74,26 +67,11 @@ start() {
 	local name="$1"
 	shift
 	log "starting ${name}"
-	setsid "$@" >"${LOGS}/${name}.log" 2>&1 </dev/null &
-	echo "$!" >"${PIDS}/${name}.pid"
+	start_bg "${PIDS}/${name}.pid" "${LOGS}/${name}.log" "$@"
 }
 
 stop() {
-	local name="$1" pid i
-	alive "${name}" || { rm -f "${PIDS}/${name}.pid"; return 0; }
-	pid="$(pid_of "${name}")"
-	log "stopping ${name} (pid ${pid})"
-	kill -TERM "${pid}" 2>/dev/null || true
-	for ((i = 0; i < 100; i++)); do
-		alive "${name}" || break
-		sleep 0.1
-	done
-	if alive "${name}"; then
-		log "${name} did not stop in 10s; killing it"
-		kill -KILL "${pid}" 2>/dev/null || true
-		sleep 0.2
-	fi
-	rm -f "${PIDS}/${name}.pid"
+	stop_owned "${PIDS}/$1.pid" "${STATE}" "$1" 10
 }
 
 # wait_for NAME TIMEOUT_S DESCRIPTION COMMAND...: polls COMMAND until it
@@ -289,7 +267,7 @@ start_etcd() {
 	rm -rf "${STATE}/etcd"
 	local extra=()
 	# Throwaway data: skip fsync when this etcd knows how (3.5+).
-	if etcd --help 2>&1 | grep -q -- '--unsafe-no-fsync'; then
+	if etcd --help 2>&1 | grep -- '--unsafe-no-fsync' >/dev/null; then
 		extra+=(--unsafe-no-fsync)
 	fi
 	start etcd etcd \

@@ -99,3 +99,58 @@ ensure_kube_binaries() {
 	fi
 	exec {lock_fd}>&-
 }
+
+# ------------------------------------------------------ background processes
+# One way, for every script here, to run a process in the background and
+# stop it again by its pid file without ever signalling a stranger.
+
+# pid_owned PIDFILE MARKER prints the pid recorded in PIDFILE if that process
+# runs and its command line contains MARKER (a state directory, an install
+# prefix), so that a recycled pid is never taken for ours.
+pid_owned() {
+	local pid cmdline
+	pid="$(cat "$1" 2>/dev/null)" || return 1
+	[[ "${pid}" =~ ^[0-9]+$ && -r "/proc/${pid}/cmdline" ]] || return 1
+	# No pipe into grep -q here: under pipefail, grep quitting at the first
+	# match can fail the pipeline with tr's SIGPIPE and lose a live process.
+	cmdline="$(tr '\0' ' ' <"/proc/${pid}/cmdline" 2>/dev/null)" || return 1
+	[[ "${cmdline}" == *"$2"* ]] || return 1
+	printf '%s\n' "${pid}"
+}
+
+# start_bg PIDFILE LOG CMD... starts CMD in its own session, detached from
+# this shell, appending to LOG, and records its pid.
+start_bg() {
+	local pidfile="$1" logfile="$2"
+	shift 2
+	printf '\n=== %s: %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$*" >>"${logfile}"
+	setsid "$@" </dev/null >>"${logfile}" 2>&1 &
+	printf '%s\n' "$!" >"${pidfile}"
+}
+
+# stop_owned PIDFILE MARKER WHAT TIMEOUT_S sends SIGTERM to the process of
+# pid_owned, SIGKILL if it is still there after TIMEOUT_S seconds, and
+# removes PIDFILE.
+stop_owned() {
+	local pidfile="$1" marker="$2" what="$3" timeout="$4" pid i
+	if pid="$(pid_owned "${pidfile}" "${marker}")"; then
+		log "stopping ${what} (pid ${pid})"
+		kill -TERM "${pid}" 2>/dev/null || true
+		for ((i = 0; i < timeout * 10; i++)); do
+			pid_owned "${pidfile}" "${marker}" >/dev/null || break
+			sleep 0.1
+		done
+		if pid_owned "${pidfile}" "${marker}" >/dev/null; then
+			log "${what} (pid ${pid}) did not stop in ${timeout}s; killing it"
+			kill -KILL "${pid}" 2>/dev/null || true
+			sleep 0.2
+		fi
+		# An orphan's exit is reaped by PID 1, which on some hosts takes a
+		# moment: wait (briefly) until the pid is gone from the process table.
+		for ((i = 0; i < 50; i++)); do
+			[[ "$(awk '{print $3}' "/proc/${pid}/stat" 2>/dev/null)" == Z ]] || break
+			sleep 0.1
+		done
+	fi
+	rm -f "${pidfile}"
+}

@@ -24,6 +24,8 @@ step() {
 go_vet() {
 	step "go vet"
 	go vet ./...
+	step "go vet (hack module: control-plane build, benchmark programs)"
+	(cd hack && go vet ./...)
 }
 
 # tools installs what the checks call: shellcheck for every script,

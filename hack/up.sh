@@ -34,6 +34,8 @@ export LC_ALL=C
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cluster_sh="$repo/hack/cluster.sh"
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+source "$repo/hack/lib.sh"
 
 say() { printf 'up.sh: %s\n' "$*" >&2; }
 die() { printf 'up.sh: error: %s\n' "$*" >&2; exit 1; }
@@ -111,12 +113,9 @@ cluster_env() {
 }
 
 # pid_alive PIDFILE: its process runs and is ours (its command line names the
-# state directory, so a recycled PID is never taken for it).
+# state directory).
 pid_alive() {
-	local pid
-	pid=$(cat "$1" 2>/dev/null) || return 1
-	[[ -n $pid && -r /proc/$pid/cmdline ]] || return 1
-	tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF -- "$state"
+	pid_owned "$1" "$state" >/dev/null
 }
 
 # wait_http URL PIDFILE LOG WHAT: wait until URL answers 200 while the process lives.
@@ -139,39 +138,10 @@ wait_http() {
 	exit 1
 }
 
-# start_bg PIDFILE LOG CMD...: start CMD in its own session, detached from this shell.
-start_bg() {
-	local pidfile=$1 log=$2
-	shift 2
-	printf '\n=== %s: %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$*" >>"$log"
-	setsid "$@" </dev/null >>"$log" 2>&1 &
-	printf '%s\n' "$!" >"$pidfile"
-}
-
 # stop_pid PIDFILE WHAT: SIGTERM, up to 15 s, then SIGKILL; removes the PID file.
 stop_pid() {
-	local pidfile=$1 what=$2 pid i
-	if [[ ! -f $pidfile ]]; then
-		say "$what: not started here (no $pidfile)"
-		return 0
-	fi
-	pid=$(cat "$pidfile")
-	if pid_alive "$pidfile"; then
-		say "stopping $what (pid $pid)"
-		kill -TERM "$pid" 2>/dev/null || true
-		for ((i = 0; i < 150; i++)); do
-			pid_alive "$pidfile" || break
-			sleep 0.1
-		done
-		if pid_alive "$pidfile"; then
-			say "$what (pid $pid) still there after 15 s: SIGKILL"
-			kill -KILL "$pid" 2>/dev/null || true
-			sleep 0.2
-		fi
-	else
-		say "$what (pid $pid) was not running (or not ours)"
-	fi
-	rm -f "$pidfile"
+	[[ -f $1 ]] || { say "$2: not started here (no $1)"; return 0; }
+	stop_owned "$1" "$state" "$2" 15
 }
 
 load_upenv() {
@@ -187,6 +157,11 @@ engine_start() {
 		say "Metacontroller already running (pid $(cat "$pidfile"))"
 		return 0
 	fi
+	# The ports saved in up.env may have been taken meanwhile; another
+	# engine answering the health check must not pass for this one.
+	if curl -fsS -o /dev/null --max-time 1 "http://127.0.0.1:$TEAMSPACE_ENGINE_HEALTH_PORT/healthz" 2>/dev/null; then
+		die "127.0.0.1:$TEAMSPACE_ENGINE_HEALTH_PORT already answers: another process holds the engine's port saved in $upenv; run hack/down.sh, then hack/up.sh"
+	fi
 	local -a extra=()
 	# shellcheck disable=SC2206 # word-splitting is the documented behaviour
 	[[ -n ${TEAMSPACE_ENGINE_EXTRA_ARGS:-} ]] && extra=($TEAMSPACE_ENGINE_EXTRA_ARGS)
@@ -199,6 +174,8 @@ engine_start() {
 		--pprof-address=0 \
 		"${extra[@]}"
 	wait_http "http://127.0.0.1:$TEAMSPACE_ENGINE_HEALTH_PORT/healthz" "$pidfile" "$log" Metacontroller
+	sleep 0.3
+	pid_alive "$pidfile" || { tail -n 30 "$log" >&2; die "Metacontroller exited right after starting (log $log)"; }
 	say "Metacontroller running (pid $(cat "$pidfile")), log $log"
 }
 

@@ -4,6 +4,9 @@
 
 deploy_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$deploy_dir/../.." && pwd)
+# Background processes (SERVICE_MANAGER=none) as every script here runs them.
+# shellcheck source-path=SCRIPTDIR source=../lib.sh
+source "$deploy_dir/../lib.sh"
 
 # The namespace and ServiceAccount of the engine's credential (rbac.yaml).
 TS_NAMESPACE=teamspace-system
@@ -147,36 +150,10 @@ unit_credentials() {
 	done <"$unitdir/$name.service"
 }
 
-# pid_running NAME prints the PID from NAME's pid file if that process still
-# runs the unit's binary.
-pid_running() {
-	local name=$1 pid exe
-	[[ -r $rundir/$name.pid ]] || return 1
-	pid=$(<"$rundir/$name.pid")
-	[[ $pid =~ ^[0-9]+$ ]] || return 1
-	[[ -d /proc/$pid ]] || return 1
-	exe=$(tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null | sed -n 1p) || return 1
-	[[ $exe == "$bindir/"* ]] || return 1
-	printf '%s\n' "$pid"
-}
-
 # none_stop NAME stops the process started by none_start (SIGTERM, as
 # KillSignal= says; SIGKILL after 30 s).
 none_stop() {
-	local name=$1 pid i
-	if pid=$(pid_running "$name"); then
-		say "stopping $name (pid $pid)"
-		kill -TERM "$pid" 2>/dev/null || true
-		for ((i = 0; i < 300; i++)); do
-			[[ -d /proc/$pid ]] || break
-			sleep 0.1
-		done
-		if [[ -d /proc/$pid ]]; then
-			warn "$name (pid $pid) did not stop within 30 s; killing it"
-			kill -KILL "$pid" 2>/dev/null || true
-		fi
-	fi
-	rm -f "$rundir/$name.pid"
+	stop_owned "$rundir/$1.pid" "$bindir/" "$1" 30
 }
 
 # none_start NAME (re)starts the unit's ExecStart= in the background, with
@@ -196,6 +173,5 @@ none_start() {
 	((${#argv[@]} > 0)) || die "cannot read the command line of $name.service"
 	mkdir -p "$rundir" "$logdir"
 	say "starting $name: ${argv[*]} (log: $logdir/$name.log)"
-	env "${envs[@]}" "${argv[@]}" </dev/null >>"$logdir/$name.log" 2>&1 &
-	printf '%s\n' "$!" >"$rundir/$name.pid"
+	start_bg "$rundir/$name.pid" "$logdir/$name.log" env "${envs[@]}" "${argv[@]}"
 }
