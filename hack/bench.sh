@@ -29,7 +29,8 @@
 #                        [qps50 (hack/up.sh's) and qps200-w20 (recommended)]
 #   DRIFT_REPS           repetitions of restore and of revert [20]
 #   SCALE_COUNT          TeamSpaces in scale [200]
-#   SCALE_STEADY         steady-state window, ten resync periods [100s]
+#   SCALE_STEADY         steady-state window [ten resyncPeriodSeconds of
+#                        compositecontroller.yaml]
 #   SCALE_DOWN           how long the engine is stopped in catch-up [60s]
 #   BENCH_STATE          TEAMSPACE_STATE of the private setup [/tmp/teamspace-bench]
 #   HOOK_PORT            hook port of that setup [18380]
@@ -207,6 +208,13 @@ http() {
 
 # The engine flags compared; hack/up.sh always passes
 # --client-go-qps=50 --client-go-burst=100 first, and later flags win.
+# steady_window is ten resync periods of the shipped CompositeController.
+steady_window() {
+	local period
+	period=$(sed -n 's/^ *resyncPeriodSeconds: *\([0-9][0-9]*\).*/\1/p' "$repo/compositecontroller.yaml")
+	printf '%ss\n' "$((${period:-10} * 10))"
+}
+
 ENGINE_CONFIGS_DEFAULT="qps5-default=--client-go-qps=5 --client-go-burst=10"
 ENGINE_CONFIGS_DEFAULT+=";qps50=--client-go-qps=50 --client-go-burst=100"
 ENGINE_CONFIGS_DEFAULT+=";qps50-ssa=--client-go-qps=50 --client-go-burst=100 --apply-strategy=server-side-apply"
@@ -275,7 +283,7 @@ e2e() {
 		"$hack/down.sh" >&2 || true
 		engine_with "$flags"
 		eval "$("$hack/up.sh" env)"
-		"$bin/scale" -count "${SCALE_COUNT:-200}" -steady "${SCALE_STEADY:-100s}" -down "${SCALE_DOWN:-60s}" \
+		"$bin/scale" -count "${SCALE_COUNT:-200}" -steady "${SCALE_STEADY:-$(steady_window)}" -down "${SCALE_DOWN:-60s}" \
 			-engine-metrics "http://127.0.0.1:$BENCH_ENGINE_METRICS_PORT/metrics" \
 			-hook-metrics "$TEAMSPACE_HOOK_URL/metrics" \
 			-stop-cmd "'$hack/up.sh' engine-stop" \
