@@ -3,8 +3,6 @@ package server
 import (
 	"bytes"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -13,8 +11,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
-
-	"github.com/labhub/teamspace/hook/archive"
 )
 
 // FuzzHooks feeds arbitrary bodies, seeded with every golden request, to the
@@ -35,12 +31,7 @@ func FuzzHooks(f *testing.F) {
 		f.Add(uint8(i), b)
 	}
 	f.Add(uint8(0), []byte(`{"parent":{"apiVersion":"platform.labhub.io/v1alpha1","kind":"TeamSpace","metadata":{"name":"a","uid":"u"},"spec":{"pods":1}}}`))
-	dir := f.TempDir()
-	a, err := archive.Open(dir)
-	if err != nil {
-		f.Fatal(err)
-	}
-	h := New(Config{Archive: a, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	h := newHandler(f, f.TempDir(), Config{})
 	paths := []string{"/sync", "/finalize", "/customize"}
 	f.Fuzz(func(t *testing.T, which uint8, body []byte) {
 		path := paths[int(which)%len(paths)]

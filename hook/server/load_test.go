@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -13,8 +12,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/labhub/teamspace/hook/archive"
 )
 
 // TestLoad sends 20,000 mixed sync and finalize requests over 64 concurrent
@@ -41,11 +38,7 @@ func TestLoad(t *testing.T) {
 	}
 	goroutinesBefore := runtime.NumGoroutine()
 	dir := t.TempDir()
-	a, err := archive.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(New(Config{Archive: a, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
+	srv := httptest.NewServer(newHandler(t, dir, Config{}))
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: conns}, Timeout: 30 * time.Second}
 
 	var next, failures atomic.Int64

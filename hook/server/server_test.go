@@ -57,14 +57,25 @@ func spec(m map[string]any) map[string]any {
 	return m["parent"].(map[string]any)["spec"].(map[string]any)
 }
 
+// newHandler builds the handler of cfg with an archive in dir and, unless
+// cfg has one, a logger that writes nowhere.
+func newHandler(tb testing.TB, dir string, cfg Config) *Handler {
+	tb.Helper()
+	a, err := archive.Open(dir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cfg.Archive = a
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return New(cfg)
+}
+
 func newTestServer(t *testing.T, token string) (*httptest.Server, string) {
 	t.Helper()
 	dir := t.TempDir()
-	a, err := archive.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(New(Config{Archive: a, BearerToken: token, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
+	srv := httptest.NewServer(newHandler(t, dir, Config{BearerToken: token}))
 	t.Cleanup(srv.Close)
 	return srv, dir
 }
