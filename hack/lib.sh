@@ -4,7 +4,7 @@
 
 # The Kubernetes release the test cluster runs. hack/go.mod pins the same
 # version (k8s.io/kubernetes plus every staging module it replaces).
-KUBE_VERSION="v1.34.3"
+KUBE_VERSION="${KUBE_VERSION:-v1.37.2}"
 
 TEAMSPACE_HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck disable=SC2034 # for the scripts that source this file

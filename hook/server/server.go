@@ -7,13 +7,11 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/mux"
@@ -106,7 +104,7 @@ func (h *Handler) hook(name string, fn hookFunc, cache *answerCache) http.Handle
 	duration := h.metrics.duration.WithLabelValues(name)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		req, body, herr := h.serve(r, fn, cache)
+		who, body, herr := h.serve(r, fn, cache)
 		code := http.StatusOK
 		if herr != nil {
 			code = herr.code
@@ -123,11 +121,11 @@ func (h *Handler) hook(name string, fn hookFunc, cache *answerCache) http.Handle
 			h.metrics.requests.WithLabelValues(name, itoa(int64(code))).Inc()
 		}
 		duration.Observe(elapsed.Seconds())
-		h.log(name, req, code, herr, elapsed)
+		h.log(name, who, code, herr, elapsed)
 	})
 }
 
-func (h *Handler) serve(r *http.Request, fn hookFunc, cache *answerCache) (*teamspace.Request, []byte, *hookError) {
+func (h *Handler) serve(r *http.Request, fn hookFunc, cache *answerCache) (*parentID, []byte, *hookError) {
 	if !h.authorized(r) {
 		return nil, nil, &hookError{http.StatusUnauthorized, "Unauthorized", "missing or wrong bearer token"}
 	}
@@ -145,66 +143,33 @@ func (h *Handler) serve(r *http.Request, fn hookFunc, cache *answerCache) (*team
 	if cache != nil {
 		key = sha256.Sum256(buf.Bytes())
 		if e := cache.get(key); e != nil {
-			return e.who, e.answer, nil
+			return &e.who, e.answer, nil
 		}
 	}
 	req, err := decode(buf.Bytes())
 	if err != nil {
 		return nil, nil, &hookError{http.StatusBadRequest, "InvalidJSON", err.Error()}
 	}
+	who := identify(req)
 	if err := req.Validate(); err != nil {
 		var re *teamspace.RequestError
 		if errors.As(err, &re) {
-			return req, nil, &hookError{http.StatusBadRequest, re.Reason, re.Message}
+			return who, nil, &hookError{http.StatusBadRequest, re.Reason, re.Message}
 		}
-		return req, nil, &hookError{http.StatusBadRequest, "InvalidRequest", err.Error()}
+		return who, nil, &hookError{http.StatusBadRequest, "InvalidRequest", err.Error()}
 	}
 	answer, herr := fn(req)
 	if herr != nil {
-		return req, nil, herr
+		return who, nil, herr
 	}
 	body, err := json.Marshal(answer)
 	if err != nil {
-		return req, nil, &hookError{http.StatusInternalServerError, "EncodeFailed", "cannot encode the answer: " + err.Error()}
+		return who, nil, &hookError{http.StatusInternalServerError, "EncodeFailed", "cannot encode the answer: " + err.Error()}
 	}
 	if cache != nil {
-		cache.put(key, req, body)
+		cache.put(key, *who, body)
 	}
-	return req, body, nil
-}
-
-// answerCache remembers the answers of the pure hooks (sync, customize) by
-// the SHA-256 of the request body: the engine's resyncs send byte-identical
-// requests, and the answer to the same bytes is always the same bytes. It is
-// direct-mapped and lock-free, so its size is fixed (answerCacheSlots
-// answers of ~1.5 KiB) and a collision only costs a recomputation.
-type answerCache struct {
-	slots [answerCacheSlots]atomic.Pointer[cacheEntry]
-}
-
-const answerCacheSlots = 512
-
-type cacheEntry struct {
-	key    [sha256.Size]byte
-	answer []byte
-	who    *teamspace.Request // name, uid and generation, for the log line
-}
-
-func (c *answerCache) slot(key [sha256.Size]byte) *atomic.Pointer[cacheEntry] {
-	return &c.slots[binary.LittleEndian.Uint64(key[:8])%answerCacheSlots]
-}
-
-func (c *answerCache) get(key [sha256.Size]byte) *cacheEntry {
-	if e := c.slot(key).Load(); e != nil && e.key == key {
-		return e
-	}
-	return nil
-}
-
-func (c *answerCache) put(key [sha256.Size]byte, req *teamspace.Request, answer []byte) {
-	m := req.Parent.Metadata
-	who := &teamspace.Request{Parent: &teamspace.Parent{Metadata: teamspace.Meta{Name: m.Name, UID: m.UID, Generation: m.Generation}}}
-	c.slot(key).Store(&cacheEntry{key: key, answer: answer, who: who})
+	return who, body, nil
 }
 
 // decode parses a request body, which must be one JSON object.
@@ -257,7 +222,7 @@ func writeError(w http.ResponseWriter, code int, reason, message string) {
 	_ = json.NewEncoder(w).Encode(errorBody{Error: message, Reason: reason})
 }
 
-func (h *Handler) log(hook string, req *teamspace.Request, code int, herr *hookError, elapsed time.Duration) {
+func (h *Handler) log(hook string, who *parentID, code int, herr *hookError, elapsed time.Duration) {
 	level := slog.LevelDebug
 	switch {
 	case code >= 500:
@@ -271,8 +236,8 @@ func (h *Handler) log(hook string, req *teamspace.Request, code int, herr *hookE
 		return
 	}
 	attrs := []slog.Attr{slog.String("hook", hook), slog.Int("code", code), slog.Duration("duration", elapsed)}
-	if req != nil && req.Parent != nil {
-		attrs = append(attrs, slog.String("teamspace", req.Parent.Metadata.Name), slog.String("uid", string(req.Parent.Metadata.UID)), slog.Int64("generation", req.Parent.Metadata.Generation))
+	if who != nil {
+		attrs = append(attrs, slog.String("teamspace", who.Name), slog.String("uid", who.UID), slog.Int64("generation", who.Generation))
 	}
 	if herr != nil {
 		attrs = append(attrs, slog.String("reason", herr.reason), slog.String("error", herr.message))

@@ -2,7 +2,6 @@ package server
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -14,7 +13,6 @@ import (
 	"testing"
 
 	"github.com/labhub/teamspace/hook/archive"
-	"github.com/labhub/teamspace/hook/teamspace"
 	_ "github.com/labhub/teamspace/tests/golden" // understands -update
 )
 
@@ -262,30 +260,5 @@ func TestMetrics(t *testing.T) {
 		if !bytes.Contains(text, []byte(want)) {
 			t.Errorf("/metrics lacks %s", want)
 		}
-	}
-}
-
-func TestAnswerCache(t *testing.T) {
-	var c answerCache
-	req := &teamspace.Request{Parent: &teamspace.Parent{Metadata: teamspace.Meta{Name: "a", UID: "u", Generation: 2}}}
-	k1 := sha256.Sum256([]byte("one"))
-	if c.get(k1) != nil {
-		t.Fatal("empty cache hit")
-	}
-	c.put(k1, req, []byte(`{"answer":1}`))
-	e := c.get(k1)
-	if e == nil || string(e.answer) != `{"answer":1}` || e.who.Parent.Metadata.Name != "a" {
-		t.Fatalf("get after put = %+v", e)
-	}
-	// A key in the same slot replaces the entry; the old key then misses
-	// rather than returning the other request's answer.
-	k2 := k1
-	k2[31] ^= 0xff
-	c.put(k2, req, []byte(`{"answer":2}`))
-	if e := c.get(k1); e != nil {
-		t.Fatalf("k1 returned %s after k2 took its slot", e.answer)
-	}
-	if e := c.get(k2); e == nil || string(e.answer) != `{"answer":2}` {
-		t.Fatalf("k2 = %+v", e)
 	}
 }

@@ -84,12 +84,3 @@ func (r *Request) remainingChildren() []string {
 	}
 	return out
 }
-
-// Customize asks the engine to show namespace team-<name> as a related object.
-func Customize(r *Request) *CustomizeResponse {
-	return &CustomizeResponse{RelatedResources: []RelatedResourceRule{{
-		APIVersion: "v1",
-		Resource:   "namespaces",
-		Names:      []string{NamespaceName(r.Parent.Metadata.Name)},
-	}}}
-}

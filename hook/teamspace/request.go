@@ -6,8 +6,6 @@ package teamspace
 
 import (
 	"encoding/json"
-	"fmt"
-	"regexp"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -98,72 +96,6 @@ type Meta struct {
 // ManagedFieldsTime is the time of one managedFields entry.
 type ManagedFieldsTime struct {
 	Time *metav1.Time `json:"time,omitempty"`
-}
-
-// RequestError says why a request cannot be answered at all; the HTTP layer
-// turns it into a 4xx. Reason is a short machine-readable word for metrics.
-type RequestError struct {
-	Reason  string
-	Message string
-}
-
-func (e *RequestError) Error() string { return e.Message }
-
-func badRequest(reason, format string, args ...any) *RequestError {
-	return &RequestError{Reason: reason, Message: fmt.Sprintf(format, args...)}
-}
-
-// uidPattern admits what Kubernetes puts in metadata.uid (a UUID) and nothing
-// that could act on a path: the uid becomes part of an archive file name.
-var uidPattern = regexp.MustCompile(`^[0-9A-Za-z-]{1,64}$`)
-
-// expectedChildTypes are the only child types compositecontroller.yaml declares.
-var expectedChildTypes = map[string]string{NamespaceGroup: "Namespace", QuotaGroup: "ResourceQuota"}
-
-// Validate checks that the request is one this hook can answer: a TeamSpace
-// parent with a name that can become a namespace and a safe uid, and only the
-// child types the controller declares. The spec is not checked here.
-func (r *Request) Validate() error {
-	p := r.Parent
-	if p == nil {
-		return badRequest("MissingParent", "request has no parent object")
-	}
-	if p.APIVersion != APIVersion || p.Kind != Kind {
-		return badRequest("WrongKind", "parent is apiVersion %q kind %q, want apiVersion %q kind %q", p.APIVersion, p.Kind, APIVersion, Kind)
-	}
-	if err := ValidateName(p.Metadata.Name); err != nil {
-		return err
-	}
-	if !uidPattern.MatchString(string(p.Metadata.UID)) {
-		return badRequest("InvalidUID", "parent metadata.uid %q is not a Kubernetes uid", p.Metadata.UID)
-	}
-	for group, objs := range r.Children {
-		kind, ok := expectedChildTypes[group]
-		if !ok {
-			return badRequest("UnexpectedChild", "children of type %q are not managed by TeamSpace (want %s and %s)", group, NamespaceGroup, QuotaGroup)
-		}
-		for key, o := range objs {
-			if o == nil || o.Kind != kind {
-				return badRequest("UnexpectedChild", "children[%q][%q] is not a %s", group, key, kind)
-			}
-		}
-	}
-	return nil
-}
-
-// ValidateName checks that name can become namespace team-<name>, as the CRD
-// does; it also guarantees the name is safe as an archive file name.
-func ValidateName(name string) error {
-	if name == "" {
-		return badRequest("InvalidName", "parent metadata.name is empty")
-	}
-	if len(name) > MaxNameLength {
-		return badRequest("InvalidName", "parent metadata.name %q is %d characters; at most %d fit into namespace %s<name>", name, len(name), MaxNameLength, NamespacePrefix)
-	}
-	if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
-		return badRequest("InvalidName", "parent metadata.name %q is not a DNS-1123 label: %s", name, errs[0])
-	}
-	return nil
 }
 
 // NamespaceName is the namespace a TeamSpace gets.
