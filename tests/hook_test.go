@@ -27,15 +27,11 @@ import (
 // answers must be byte-identical and the archive unchanged by the second call.
 func TestGolden(t *testing.T) {
 	for _, hook := range []string{"sync", "finalize", "customize"} {
-		cases, err := filepath.Glob(filepath.Join("testdata", hook, "*", "request.json"))
-		if err != nil {
-			t.Fatal(err)
-		}
+		cases := golden.Cases(t, "testdata", hook)
 		if len(cases) == 0 {
 			t.Fatalf("no %s cases", hook)
 		}
-		for _, reqPath := range cases {
-			dir := filepath.Dir(reqPath)
+		for _, dir := range cases {
 			t.Run(hook+"/"+filepath.Base(dir), func(t *testing.T) {
 				runCase(t, hook, dir)
 			})
@@ -44,10 +40,7 @@ func TestGolden(t *testing.T) {
 }
 
 func runCase(t *testing.T, hook, dir string) {
-	body, err := os.ReadFile(filepath.Join(dir, "request.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	body := golden.Request(t, "testdata", dir)
 	archiveDir := t.TempDir()
 	copyDir(t, filepath.Join(dir, "archive-before"), archiveDir)
 	before := readDir(t, archiveDir)

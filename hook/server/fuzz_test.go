@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/labhub/teamspace/tests/golden"
 )
 
 // FuzzHooks feeds arbitrary bodies, seeded with every golden request, to the
@@ -19,20 +19,20 @@ import (
 // would accept: DNS-label names, the quota's namespace set, quantities that
 // parse. Run longer with: go test ./hook/server -run '^$' -fuzz FuzzHooks
 func FuzzHooks(f *testing.F) {
-	seeds, _ := filepath.Glob(filepath.Join("..", "..", "tests", "testdata", "*", "*", "request.json"))
-	if len(seeds) == 0 {
-		f.Fatal("no seeds")
-	}
-	for i, s := range seeds {
-		b, err := os.ReadFile(s)
-		if err != nil {
-			f.Fatal(err)
+	paths := []string{"/sync", "/finalize", "/customize"}
+	seeded := 0
+	// Each case seeds the hook it was written for (which picks the path).
+	for i, hook := range []string{"sync", "finalize", "customize"} {
+		for _, dir := range golden.Cases(f, testdata, hook) {
+			f.Add(uint8(i), golden.Request(f, testdata, dir))
+			seeded++
 		}
-		f.Add(uint8(i), b)
+	}
+	if seeded == 0 {
+		f.Fatal("no seeds")
 	}
 	f.Add(uint8(0), []byte(`{"parent":{"apiVersion":"platform.labhub.io/v1alpha1","kind":"TeamSpace","metadata":{"name":"a","uid":"u"},"spec":{"pods":1}}}`))
 	h := newHandler(f, f.TempDir(), Config{})
-	paths := []string{"/sync", "/finalize", "/customize"}
 	f.Fuzz(func(t *testing.T, which uint8, body []byte) {
 		path := paths[int(which)%len(paths)]
 		rec := httptest.NewRecorder()

@@ -13,17 +13,16 @@ import (
 	"testing"
 
 	"github.com/labhub/teamspace/hook/archive"
-	_ "github.com/labhub/teamspace/tests/golden" // understands -update
+	"github.com/labhub/teamspace/tests/golden"
 )
 
+// testdata is the golden cases' root, seen from this package.
+var testdata = filepath.Join("..", "..", "tests", "testdata")
+
 // requestBody is the request of a golden case, e.g. "sync/recorded-steady".
-func requestBody(tb testing.TB, golden string) []byte {
+func requestBody(tb testing.TB, name string) []byte {
 	tb.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "tests", "testdata", golden, "request.json"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return b
+	return golden.Request(tb, testdata, filepath.Join(testdata, filepath.FromSlash(name)))
 }
 
 // recorded is a golden case's request, decoded for editing.
