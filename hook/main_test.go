@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -18,6 +17,7 @@ import (
 	"time"
 
 	_ "github.com/labhub/teamspace/tests/golden" // understands -update
+	"github.com/labhub/teamspace/tests/testenv"
 )
 
 func TestParseFlags(t *testing.T) {
@@ -49,28 +49,9 @@ func TestParseFlags(t *testing.T) {
 }
 
 // buildHook builds this program once per test binary.
-var buildHook = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "teamspace-hook-test")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "teamspace-hook")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("go build: %v\n%s", err, out)
-	}
-	return bin, nil
-})
+var buildHook = testenv.BuildHook
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
+func freeAddr(t *testing.T) string { t.Helper(); return testenv.FreeAddr(t) }
 
 type proc struct {
 	cmd    *exec.Cmd

@@ -3,13 +3,12 @@
 // child in the hook's golden answers, and the garbage collection that
 // removes a team's namespace with its TeamSpace.
 //
-// It drives the cluster with kubectl (the v1.34 one hack/cluster.sh builds,
-// found on PATH) and KUBECONFIG from the environment; without KUBECONFIG it
-// skips. Run it through hack/test.sh, or by hand:
+// TestMain starts a private control plane for the package
+// (tests/controlplane) and the tests drive it with its own kubectl. Without
+// the binaries (hack/test.sh builds them) the tests skip and say why; under
+// hack/test.sh a missing binary fails instead. By hand, after one hack/test.sh:
 //
-//	hack/cluster.sh up && eval "$(hack/cluster.sh env)"
 //	go test -count=1 ./tests/cluster
-//	hack/cluster.sh down
 //
 // Each test makes names of its own (a random suffix), so two runs, or other
 // packages, can share a cluster; the CRD is applied (idempotently) and left
@@ -17,46 +16,31 @@
 package cluster_test
 
 import (
-	"bytes"
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/labhub/teamspace/tests/controlplane"
+	"github.com/labhub/teamspace/tests/testenv"
 )
 
 const (
 	crdName      = "teamspaces.platform.labhub.io"
 	groupVersion = "platform.labhub.io/v1alpha1"
-	// kubectlTimeout bounds every single kubectl call.
-	kubectlTimeout = 90 * time.Second
 )
 
-// needCluster skips the test when no cluster was given.
-func needCluster(t *testing.T) {
-	t.Helper()
-	if os.Getenv("KUBECONFIG") == "" {
-		t.Skip("no cluster: run via hack/test.sh or export $(hack/cluster.sh env)")
-	}
-	if _, err := exec.LookPath("kubectl"); err != nil {
-		t.Fatalf("KUBECONFIG is set but kubectl is not on PATH (hack/cluster.sh env puts the one it builds there): %v", err)
-	}
-}
+func TestMain(m *testing.M) { os.Exit(controlplane.Main(m)) }
 
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return root
-}
+// needCluster skips the test when TestMain started no control plane.
+func needCluster(t *testing.T) { t.Helper(); controlplane.Need(t) }
+
+func repoRoot(t *testing.T) string { return testenv.RepoRoot() }
 
 // suffix returns a random lowercase hex string of n characters.
 func suffix(t *testing.T, n int) string {
@@ -68,34 +52,19 @@ func suffix(t *testing.T, n int) string {
 	return hex.EncodeToString(b)[:n]
 }
 
-// kubectlError carries what kubectl said when it failed.
-type kubectlError struct {
-	args   []string
-	err    error
-	stderr string
-}
-
-func (e *kubectlError) Error() string {
-	return fmt.Sprintf("kubectl %s: %v: %s", strings.Join(e.args, " "), e.err, strings.TrimSpace(e.stderr))
-}
-
 // kubectl runs kubectl with stdin (may be empty) and returns its stdout;
-// on failure the error holds its stderr.
+// on failure the error (a testenv.Result) holds its stderr.
 func kubectl(t *testing.T, stdin string, args ...string) (string, error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), kubectlTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "kubectl", args...)
+	var in []byte
 	if stdin != "" {
-		cmd.Stdin = strings.NewReader(stdin)
+		in = []byte(stdin)
 	}
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout = &stdout
-	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
-		return stdout.String(), &kubectlError{args: args, err: err, stderr: stderr.String()}
+	r := testenv.Kubectl(in, args...)
+	if r.Err != nil {
+		return r.Stdout, r
 	}
-	return stdout.String(), nil
+	return r.Stdout, nil
 }
 
 // mustKubectl is kubectl that fails the test on error.
@@ -151,16 +120,7 @@ func str(v any) string {
 // eventually polls cond every interval until it returns true or timeout
 // passes; it returns whether cond held.
 func eventually(timeout, interval time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(timeout)
-	for {
-		if cond() {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(interval)
-	}
+	return testenv.Eventually(timeout, interval, cond)
 }
 
 // installCRD applies crd.yaml from the repository root and waits until it
@@ -235,7 +195,7 @@ func TestKubectlVersion(t *testing.T) {
 		return parts[0] + "." + parts[1]
 	}
 	if minor(v.Client.GitVersion) != minor(v.Server.GitVersion) {
-		t.Errorf("kubectl %s is not of the API server's version %s: put hack/cluster.sh's bin dir first on PATH (eval \"$(hack/cluster.sh env)\")",
+		t.Errorf("kubectl %s is not of the API server's version %s: the control plane's bin dir must come first on PATH (controlplane.Main)",
 			v.Client.GitVersion, v.Server.GitVersion)
 	}
 }

@@ -6,13 +6,12 @@
 //
 //	go test ./tests/deploy
 //
-// The cluster checks need KUBECONFIG (hack/cluster.sh up, then
-// eval "$(hack/cluster.sh env)"), and the RBAC-sufficiency check also
-// METACONTROLLER_BIN; hack/test.sh does all of that. They install the
-// CompositeController "teamspace", namespace teamspace-system and an engine
-// into that cluster: give them a cluster of their own. As a guard against a
-// KUBECONFIG left pointing at a real cluster, they only run against an API
-// server on loopback unless TEAMSPACE_DEPLOY_TEST_ANY_CLUSTER=1.
+// The cluster checks run against the private control plane TestMain starts
+// (tests/controlplane; never the KUBECONFIG of the environment, as they
+// install the CompositeController "teamspace", namespace teamspace-system
+// and an engine), and the RBAC-sufficiency check also needs
+// METACONTROLLER_BIN; hack/test.sh provides all of it. Without the
+// control-plane binaries they skip and say why.
 //
 // The package uses the standard library only: kubectl (needed anyway)
 // turns YAML into JSON offline (see decodeManifests).
@@ -20,34 +19,28 @@ package deploy
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/labhub/teamspace/tests/controlplane"
+	"github.com/labhub/teamspace/tests/testenv"
 )
 
+func TestMain(m *testing.M) { os.Exit(controlplane.Main(m)) }
+
 // repoRoot is the repository's top directory.
-func repoRoot(t testing.TB) string {
-	t.Helper()
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		t.Fatal("cannot locate the test source")
-	}
-	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
-}
+func repoRoot(t testing.TB) string { return testenv.RepoRoot() }
 
 // result is what a command did.
 type result struct {
@@ -60,20 +53,12 @@ func (r result) String() string {
 }
 
 // runCmd runs name args in dir with extra environment, stdin optional.
+// Background children (SERVICE_MANAGER=none) must not keep us waiting on
+// pipes they inherited; install.sh redirects them, testenv.Run's WaitDelay
+// is a safety net.
 func runCmd(ctx context.Context, dir string, env []string, stdin []byte, name string, args ...string) result {
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), env...)
-	if stdin != nil {
-		cmd.Stdin = bytes.NewReader(stdin)
-	}
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	// Background children (SERVICE_MANAGER=none) must not keep us waiting on
-	// pipes they inherited; install.sh redirects them, this is a safety net.
-	cmd.WaitDelay = 10 * time.Second
-	err := cmd.Run()
-	return result{out.String(), errb.String(), err}
+	r := testenv.Run(ctx, dir, env, stdin, name, args...)
+	return result{r.Stdout, r.Stderr, r.Err}
 }
 
 func needKubectl(t testing.TB) {
@@ -266,81 +251,27 @@ func execStart(t testing.TB, entries []unitEntry, spec map[string]string) []stri
 // --- processes and ports -----------------------------------------------------
 
 // freePort returns a loopback address with a port free right now.
-func freePort(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
+func freePort(t testing.TB) string { t.Helper(); return testenv.FreeAddr(t) }
 
 // waitFor polls cond every 250 ms until it returns nil or timeout passes.
 func waitFor(t testing.TB, timeout time.Duration, what string, cond func() error) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var err error
-	for {
-		if err = cond(); err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s: %v", timeout, what, err)
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
+	testenv.WaitFor(t, timeout, what, cond)
 }
 
 // buildHook builds ./hook once per test binary.
-var buildHook = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "deploy-test-hook-")
-	if err != nil {
-		return "", err
-	}
-	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(file), "..", "..")
-	bin := filepath.Join(dir, "teamspace-hook")
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	r := runCmd(ctx, root, []string{"CGO_ENABLED=0"}, nil, "go", "build", "-o", bin, "./hook")
-	if r.err != nil {
-		return "", fmt.Errorf("go build ./hook: %v", r)
-	}
-	return bin, nil
-})
+var buildHook = testenv.BuildHook
 
-func hookBinary(t testing.TB) string {
-	t.Helper()
-	bin, err := buildHook()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return bin
-}
+func hookBinary(t testing.TB) string { t.Helper(); return testenv.HookBinary(t) }
 
 // --- the live cluster ---------------------------------------------------------
 
-// needCluster skips unless KUBECONFIG names a reachable API server on
-// loopback (see the package comment).
+// needCluster skips unless TestMain started the package's control plane
+// (see the package comment).
 func needCluster(t testing.TB) {
 	t.Helper()
+	controlplane.Need(t)
 	needKubectl(t)
-	if os.Getenv("KUBECONFIG") == "" {
-		t.Skip("KUBECONFIG not set: no live cluster (hack/cluster.sh up; eval \"$(hack/cluster.sh env)\"; or hack/test.sh)")
-	}
-	server := kubectlOK(t, "config", "view", "--minify", "-o", "jsonpath={.clusters[0].cluster.server}")
-	u, err := url.Parse(strings.TrimSpace(server))
-	if err != nil {
-		t.Fatalf("KUBECONFIG server %q: %v", server, err)
-	}
-	host := u.Hostname()
-	if ip := net.ParseIP(host); !(host == "localhost" || (ip != nil && ip.IsLoopback())) && os.Getenv("TEAMSPACE_DEPLOY_TEST_ANY_CLUSTER") != "1" {
-		t.Skipf("KUBECONFIG points at %s, not a loopback API server: these tests install and delete cluster-wide objects, so they only run against a local test cluster (TEAMSPACE_DEPLOY_TEST_ANY_CLUSTER=1 overrides)", server)
-	}
-	if r := kubectl(t, "version"); r.err != nil {
-		t.Fatalf("KUBECONFIG is set but the cluster does not answer: %v", r)
-	}
 }
 
 // kubectl runs kubectl with the environment's KUBECONFIG.
@@ -351,9 +282,8 @@ func kubectl(t testing.TB, args ...string) result {
 
 func kubectlIn(t testing.TB, stdin []byte, args ...string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	return runCmd(ctx, "", nil, stdin, "kubectl", args...)
+	r := testenv.Kubectl(stdin, args...)
+	return result{r.Stdout, r.Stderr, r.Err}
 }
 
 func kubectlOK(t testing.TB, args ...string) string {

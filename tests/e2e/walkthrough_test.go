@@ -20,22 +20,21 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/labhub/teamspace/tests/controlplane"
+	"github.com/labhub/teamspace/tests/testenv"
 )
 
 const engineFinalizer = "metacontroller.io/compositecontroller-teamspace"
 
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		t.Fatal("cannot locate the test source file")
-	}
-	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
-}
+// TestMain starts the package's control plane (tests/controlplane) only
+// with METACONTROLLER_BIN: every test here needs the engine.
+func TestMain(m *testing.M) { os.Exit(controlplane.Main(m, "METACONTROLLER_BIN")) }
+
+func repoRoot(t *testing.T) string { return testenv.RepoRoot() }
 
 // run runs a script of the repository with env added, its output going to
 // logPath (a file, so that processes the script leaves running never hold a
@@ -69,17 +68,7 @@ func errOrOK(err error) string {
 }
 
 // tail returns the last n lines of a file, for failure messages.
-func tail(path string, n int) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Sprintf("(%v)", err)
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
+func tail(path string, n int) string { return controlplane.Tail(path, n) }
 
 func readJSON(t *testing.T, dir, name string, v any) {
 	t.Helper()

@@ -1,0 +1,422 @@
+// Package controlplane runs a real, private Kubernetes control plane for the
+// tests: a datastore (kine over SQLite, k3s's default, or etcd),
+// kube-apiserver and kube-controller-manager on 127.0.0.1, no kubelet, no
+// containers. It is the Go form of what Kubernetes' and Metacontroller's
+// test/integration/framework do: ports the kernel hands out (net.Listen on
+// port 0), certificates made with crypto/x509, every component a child
+// process (exec.CommandContext) with its log in the state directory, one
+// Stop for all of them, and the logs kept when something failed.
+//
+// Test packages use it from TestMain (see Main); hack/cluster.sh runs the
+// same code for people (tests/controlplane/cmd/controlplane).
+package controlplane
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/labhub/teamspace/tests/testenv"
+)
+
+// kcmControllers are the controllers the tests rely on (garbage collector,
+// namespace deletion, quota status) plus the ones that make a namespace look
+// like a real cluster's (default service account, kube-root-ca.crt,
+// aggregated roles).
+var kcmControllers = []string{
+	"garbage-collector-controller", "namespace-controller", "resourcequota-controller",
+	"serviceaccount-controller", "serviceaccount-token-controller",
+	"root-ca-certificate-publisher-controller", "clusterrole-aggregation-controller",
+}
+
+// ControlPlane is a running control plane.
+type ControlPlane struct {
+	// Dir is the state directory: pki/, logs/, data/, admin.kubeconfig.
+	Dir string
+	// Kubeconfig is the admin kubeconfig (system:masters).
+	Kubeconfig string
+	// APIServerURL is https://127.0.0.1:<port>.
+	APIServerURL string
+	Binaries     Binaries
+
+	log          *slog.Logger
+	pki          *pki
+	procs        []*process
+	http         *http.Client
+	datastoreURL string
+	stopOnce     sync.Once
+}
+
+// process is one component.
+type process struct {
+	name    string
+	cmd     *exec.Cmd
+	logPath string
+	done    chan struct{}
+	err     error
+}
+
+// Start brings a control plane up in dir (created; it should be empty) and
+// returns once the API server is ready and the controllers act. On error
+// everything started is stopped again, and dir with the logs is kept.
+func Start(ctx context.Context, dir string, bins Binaries, log *slog.Logger) (*ControlPlane, error) {
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	start := time.Now()
+	c := &ControlPlane{Dir: dir, Binaries: bins, log: log, Kubeconfig: filepath.Join(dir, "admin.kubeconfig")}
+	for _, d := range []string{"logs", "data"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {
+			return nil, err
+		}
+	}
+	var err error
+	if c.pki, err = newPKI(filepath.Join(dir, "pki")); err != nil {
+		return nil, fmt.Errorf("pki: %w", err)
+	}
+	if err := c.clientTLS(); err != nil {
+		return nil, err
+	}
+	for _, step := range []struct {
+		name string
+		run  func(context.Context) error
+	}{
+		{bins.Datastore, c.startDatastore},
+		{"kube-apiserver", c.startAPIServer},
+		{"kube-controller-manager", c.startControllerManager},
+	} {
+		if err := withPortRetry(ctx, step.run); err != nil {
+			c.Stop()
+			return nil, fmt.Errorf("%s: %w (logs in %s)", step.name, err, filepath.Join(dir, "logs"))
+		}
+	}
+	log.Info("control plane up", "apiserver", c.APIServerURL, "datastore", bins.Datastore,
+		"kubernetes", bins.KubeVersion, "dir", dir, "took", time.Since(start).Round(time.Millisecond))
+	return c, nil
+}
+
+// errPortTaken says a component lost the race for a port picked free.
+var errPortTaken = errors.New("port taken meanwhile")
+
+// withPortRetry runs start again (with new ports) when a port picked free
+// was taken by someone else before the component bound it.
+func withPortRetry(ctx context.Context, start func(context.Context) error) error {
+	var err error
+	for range 3 {
+		if err = start(ctx); !errors.Is(err, errPortTaken) {
+			return err
+		}
+	}
+	return err
+}
+
+func freePort() (string, error) {
+	addr, err := testenv.FreeLoopbackAddr()
+	if err != nil {
+		return "", err
+	}
+	_, port, err := net.SplitHostPort(addr)
+	return port, err
+}
+
+// run starts one component, its output appended to logs/NAME.log. The
+// child gets SIGTERM when ctx ends or Stop runs, SIGKILL 10 s later, and
+// SIGKILL if this process dies first (Pdeathsig), so none outlives a
+// crashed test binary.
+func (c *ControlPlane) run(name, bin string, args ...string) (*process, error) {
+	logPath := filepath.Join(c.Dir, "logs", name+".log")
+	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fmt.Fprintf(f, "\n=== %s: %s %s\n", time.Now().UTC().Format(time.RFC3339), bin, strings.Join(args, " "))
+	cmd := exec.CommandContext(context.Background(), bin, args...)
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 10 * time.Second
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	p := &process{name: name, cmd: cmd, logPath: logPath, done: make(chan struct{})}
+	go func() { p.err = cmd.Wait(); close(p.done) }()
+	c.procs = append(c.procs, p)
+	c.log.Debug("started", "component", name, "pid", cmd.Process.Pid)
+	return p, nil
+}
+
+func (p *process) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// stop sends SIGTERM, then SIGKILL after 10 s, and waits.
+func (p *process) stop() {
+	if p.exited() {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+// await polls ready until it succeeds, the process exits (its log's tail in
+// the error; errPortTaken when it could not bind) or timeout passes.
+func (c *ControlPlane) await(ctx context.Context, p *process, timeout time.Duration, what string, ready func(context.Context) error) error {
+	deadline := time.Now().Add(timeout)
+	var err error
+	for {
+		if err = ready(ctx); err == nil {
+			return nil
+		}
+		if p.exited() {
+			tail := Tail(p.logPath, 30)
+			c.dropProcess(p)
+			if strings.Contains(tail, "address already in use") {
+				return errPortTaken
+			}
+			return fmt.Errorf("exited (%v) before %s; last lines of %s:\n%s", p.err, what, p.logPath, tail)
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("%s not reached in %s: %v; last lines of %s:\n%s", what, timeout, err, p.logPath, Tail(p.logPath, 30))
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func (c *ControlPlane) dropProcess(p *process) {
+	for i, q := range c.procs {
+		if q == p {
+			c.procs = append(c.procs[:i], c.procs[i+1:]...)
+			return
+		}
+	}
+}
+
+func (c *ControlPlane) startDatastore(ctx context.Context) error {
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	var p *process
+	switch c.Binaries.Datastore {
+	case "kine":
+		metrics, err := freePort()
+		if err != nil {
+			return err
+		}
+		db := filepath.Join(c.Dir, "data", "kine")
+		if err := os.MkdirAll(db, 0o700); err != nil {
+			return err
+		}
+		p, err = c.run("kine", c.Binaries.DatastoreBin,
+			"--listen-address=127.0.0.1:"+port,
+			"--metrics-bind-address=127.0.0.1:"+metrics,
+			"--endpoint=sqlite://"+filepath.Join(db, "state.db")+"?_journal=WAL&cache=shared&_busy_timeout=30000&_txlock=immediate")
+		if err != nil {
+			return err
+		}
+	case "etcd":
+		peer, err := freePort()
+		if err != nil {
+			return err
+		}
+		data := filepath.Join(c.Dir, "data", "etcd")
+		_ = os.RemoveAll(data)
+		client, peerURL := "http://127.0.0.1:"+port, "http://127.0.0.1:"+peer
+		args := []string{"--name=teamspace", "--data-dir=" + data,
+			"--listen-client-urls=" + client, "--advertise-client-urls=" + client,
+			"--listen-peer-urls=" + peerURL, "--initial-advertise-peer-urls=" + peerURL,
+			"--initial-cluster=teamspace=" + peerURL, "--initial-cluster-state=new",
+			"--logger=zap", "--log-level=warn"}
+		// Throwaway data: skip fsync when this etcd knows how (3.5+).
+		if out, _ := exec.Command(c.Binaries.DatastoreBin, "--help").CombinedOutput(); strings.Contains(string(out), "--unsafe-no-fsync") {
+			args = append(args, "--unsafe-no-fsync")
+		}
+		if p, err = c.run("etcd", c.Binaries.DatastoreBin, args...); err != nil {
+			return err
+		}
+	}
+	c.datastoreURL = "http://127.0.0.1:" + port
+	return c.await(ctx, p, 30*time.Second, "accepting connections", func(context.Context) error {
+		conn, err := net.DialTimeout("tcp", "127.0.0.1:"+port, time.Second)
+		if err == nil {
+			conn.Close()
+		}
+		return err
+	})
+}
+
+func (c *ControlPlane) startAPIServer(ctx context.Context) error {
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	c.APIServerURL = "https://127.0.0.1:" + port
+	if err := c.pki.writeKubeconfig(c.Kubeconfig, c.APIServerURL, "admin"); err != nil {
+		return err
+	}
+	if err := c.pki.writeKubeconfig(filepath.Join(c.Dir, "controller-manager.kubeconfig"), c.APIServerURL, "controller-manager"); err != nil {
+		return err
+	}
+	pk := c.pki.path
+	p, err := c.run("kube-apiserver", filepath.Join(c.Binaries.KubeBinDir, "kube-apiserver"),
+		"--bind-address=127.0.0.1",
+		"--advertise-address=127.0.0.1",
+		"--secure-port="+port,
+		"--etcd-servers="+c.datastoreURL,
+		"--tls-cert-file="+pk("apiserver.crt"),
+		"--tls-private-key-file="+pk("apiserver.key"),
+		"--client-ca-file="+pk("ca.crt"),
+		"--authorization-mode=RBAC",
+		"--service-cluster-ip-range="+serviceCIDR,
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--api-audiences=https://kubernetes.default.svc.cluster.local",
+		"--service-account-key-file="+pk("sa.pub"),
+		"--service-account-signing-key-file="+pk("sa.key"),
+		"--endpoint-reconciler-type=none",
+		"--profiling=false")
+	if err != nil {
+		return err
+	}
+	return c.await(ctx, p, 120*time.Second, "/readyz ok", func(ctx context.Context) error {
+		return c.getOK(ctx, c.APIServerURL+"/readyz")
+	})
+}
+
+func (c *ControlPlane) startControllerManager(ctx context.Context) error {
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	kc, pk := filepath.Join(c.Dir, "controller-manager.kubeconfig"), c.pki.path
+	p, err := c.run("kube-controller-manager", filepath.Join(c.Binaries.KubeBinDir, "kube-controller-manager"),
+		"--kubeconfig="+kc,
+		"--authentication-kubeconfig="+kc,
+		"--authorization-kubeconfig="+kc,
+		"--bind-address=127.0.0.1",
+		"--secure-port="+port,
+		"--tls-cert-file="+pk("controller-manager-serving.crt"),
+		"--tls-private-key-file="+pk("controller-manager-serving.key"),
+		"--leader-elect=false",
+		"--controllers="+strings.Join(kcmControllers, ","),
+		"--use-service-account-credentials=false",
+		"--service-account-private-key-file="+pk("sa.key"),
+		"--root-ca-file="+pk("ca.crt"),
+		"--cluster-name=teamspace",
+		"--profiling=false")
+	if err != nil {
+		return err
+	}
+	if err := c.await(ctx, p, 60*time.Second, "/healthz ok", func(ctx context.Context) error {
+		return c.getOK(ctx, "https://127.0.0.1:"+port+"/healthz")
+	}); err != nil {
+		return err
+	}
+	// The controllers act, not just answer: the default service account of
+	// the default namespace appears.
+	return c.await(ctx, p, 60*time.Second, "the default service account", func(ctx context.Context) error {
+		return c.getOK(ctx, c.APIServerURL+"/api/v1/namespaces/default/serviceaccounts/default")
+	})
+}
+
+// clientTLS sets up the HTTP client the readiness checks use: our CA, the
+// admin's client certificate.
+func (c *ControlPlane) clientTLS() error {
+	cert, err := tls.LoadX509KeyPair(c.pki.path("admin.crt"), c.pki.path("admin.key"))
+	if err != nil {
+		return err
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(c.pki.ca)
+	c.http = &http.Client{
+		Timeout:   5 * time.Second,
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}}},
+	}
+	return nil
+}
+
+func (c *ControlPlane) getOK(ctx context.Context, url string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s: %s", url, resp.Status, strings.TrimSpace(string(body)))
+	}
+	return nil
+}
+
+// Env is the environment that points kubectl (and anything else) at this
+// control plane: KUBECONFIG, and PATH with its kubectl first.
+func (c *ControlPlane) Env() []string {
+	return []string{
+		"KUBECONFIG=" + c.Kubeconfig,
+		"PATH=" + c.Binaries.KubeBinDir + string(os.PathListSeparator) + os.Getenv("PATH"),
+	}
+}
+
+// Stop stops every component, the last started first, and waits for them.
+// It is safe to call more than once.
+func (c *ControlPlane) Stop() {
+	c.stopOnce.Do(func() {
+		for i := len(c.procs) - 1; i >= 0; i-- {
+			c.procs[i].stop()
+		}
+		c.log.Info("control plane stopped", "dir", c.Dir)
+	})
+}
+
+// Logs returns the last n lines of every component's log, for a failure.
+func (c *ControlPlane) Logs(n int) string {
+	var b strings.Builder
+	files, _ := filepath.Glob(filepath.Join(c.Dir, "logs", "*.log"))
+	for _, f := range files {
+		fmt.Fprintf(&b, "--- last lines of %s:\n%s\n", f, Tail(f, n))
+	}
+	return b.String()
+}
+
+// Tail returns the last n lines of a file.
+func Tail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Sprintf("(%v)", err)
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
