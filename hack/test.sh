@@ -4,11 +4,14 @@
 #
 #   hack/test.sh
 #
-# It vets the code, brings up a private local cluster (hack/cluster.sh, in
-# a state dir of its own, so it never touches a cluster you started), runs
-# every Go test of the root module against it, and brings it down on exit.
-# The first run builds the Kubernetes binaries (~10 minutes on 2 cores) into
-# the cache that every later run reuses.
+# It vets the code, builds the control-plane binaries that are missing
+# (Kubernetes ~10 minutes on 2 cores, kine ~2 minutes, into the cache every
+# later run reuses) and runs every Go test of the root module; the cluster
+# test packages start private control planes of their own
+# (tests/controlplane), so it never touches a cluster you started.
+#
+#   KUBE_VERSION=v1.35.4 hack/test.sh       another Kubernetes release
+#   TEAMSPACE_DATASTORE=etcd hack/test.sh   Debian's etcd instead of kine
 #
 # To add a step: write a small function and call it from main.
 set -euo pipefail
@@ -50,34 +53,25 @@ hook_tests() {
 	go test -run '^$' -fuzz FuzzHooks -fuzztime "${FUZZTIME:-20s}" ./hook/server
 }
 
-cluster_up() {
-	step "cluster up"
-	TEAMSPACE_STATE="$(mktemp -d "${TMPDIR:-/tmp}/teamspace-test.XXXXXX")"
-	export TEAMSPACE_STATE
-	trap cluster_down EXIT
-	hack/cluster.sh up
-	eval "$(hack/cluster.sh env)"
+# control_plane_binaries builds (once, into the cache) what the test
+# control plane runs: kube-apiserver, kube-controller-manager and kubectl of
+# KUBE_VERSION, and the datastore (kine unless TEAMSPACE_DATASTORE=etcd).
+# From here on a missing binary fails the cluster tests instead of skipping
+# them (TEAMSPACE_REQUIRE_CLUSTER=1).
+control_plane_binaries() {
+	step "control-plane binaries: Kubernetes ${KUBE_VERSION}, ${TEAMSPACE_DATASTORE}"
+	ensure_kube_binaries
+	ensure_datastore
+	export KUBE_VERSION TEAMSPACE_DATASTORE KINE_VERSION TEAMSPACE_CACHE
+	export TEAMSPACE_REQUIRE_CLUSTER=1
 }
 
-# cluster_down runs on exit; after a failure it shows the components' last
-# log lines first, as the state dir (logs included) goes with the cluster.
-cluster_down() {
-	local status=$?
-	if ((status != 0)) && [[ -d "${TEAMSPACE_STATE}/logs" ]]; then
-		local f
-		for f in "${TEAMSPACE_STATE}"/logs/*.log; do
-			log "last lines of ${f}:"
-			tail -n 20 "${f}" >&2 || true
-		done
-	fi
-	step "cluster down"
-	hack/cluster.sh down || true
-}
-
-# cluster_tests runs every package under tests/ against the cluster, one
-# package at a time: they share it, and some install cluster-wide objects.
+# cluster_tests runs every package under tests/; each package that needs a
+# cluster starts its own private control plane from TestMain
+# (tests/controlplane), keeps its logs if a test fails, and stops it. One
+# package at a time: two cores.
 cluster_tests() {
-	step "go test ./tests/..."
+	step "go test ./tests/... (Kubernetes ${KUBE_VERSION} on ${TEAMSPACE_DATASTORE})"
 	go test -count=1 -p 1 -timeout 45m ./tests/...
 }
 
@@ -86,7 +80,7 @@ main() {
 	go_vet
 	tools
 	hook_tests
-	cluster_up
+	control_plane_binaries
 	cluster_tests
 	step "all tests passed in $((SECONDS - start))s"
 }

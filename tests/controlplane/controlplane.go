@@ -226,17 +226,13 @@ func (c *ControlPlane) startDatastore(ctx context.Context) error {
 	var p *process
 	switch c.Binaries.Datastore {
 	case "kine":
-		metrics, err := freePort()
-		if err != nil {
-			return err
-		}
 		db := filepath.Join(c.Dir, "data", "kine")
 		if err := os.MkdirAll(db, 0o700); err != nil {
 			return err
 		}
 		p, err = c.run("kine", c.Binaries.DatastoreBin,
 			"--listen-address=127.0.0.1:"+port,
-			"--metrics-bind-address=127.0.0.1:"+metrics,
+			"--metrics-bind-address=0", // no metrics server
 			"--endpoint=sqlite://"+filepath.Join(db, "state.db")+"?_journal=WAL&cache=shared&_busy_timeout=30000&_txlock=immediate")
 		if err != nil {
 			return err
