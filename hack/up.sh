@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # hack/up.sh: a complete local TeamSpace setup on this machine, for trying
 # things out and for tests/e2e:
-#   - the control plane of hack/cluster.sh (etcd, kube-apiserver,
+#   - the control plane of hack/cluster.sh (kine or etcd, kube-apiserver,
 #     kube-controller-manager on loopback),
 #   - the hook, built from this checkout, archiving under the state directory,
 #   - Metacontroller as a host process using the cluster's kubeconfig,
