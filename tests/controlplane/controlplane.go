@@ -65,6 +65,7 @@ type process struct {
 	name    string
 	cmd     *exec.Cmd
 	logPath string
+	cancel  context.CancelFunc
 	done    chan struct{}
 	err     error
 }
@@ -132,10 +133,10 @@ func freePort() (string, error) {
 	return port, err
 }
 
-// run starts one component, its output appended to logs/NAME.log. The
-// child gets SIGTERM when ctx ends or Stop runs, SIGKILL 10 s later, and
-// SIGKILL if this process dies first (Pdeathsig), so none outlives a
-// crashed test binary.
+// run starts one component, its output appended to logs/NAME.log. Its
+// context is cancelled by stop: the child gets SIGTERM (cmd.Cancel), and
+// SIGKILL 10 s later if still there (cmd.WaitDelay); and SIGKILL if this
+// process dies first (Pdeathsig), so none outlives a crashed test binary.
 func (c *ControlPlane) run(name, bin string, args ...string) (*process, error) {
 	logPath := filepath.Join(c.Dir, "logs", name+".log")
 	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
@@ -144,15 +145,17 @@ func (c *ControlPlane) run(name, bin string, args ...string) (*process, error) {
 	}
 	defer f.Close()
 	fmt.Fprintf(f, "\n=== %s: %s %s\n", time.Now().UTC().Format(time.RFC3339), bin, strings.Join(args, " "))
-	cmd := exec.CommandContext(context.Background(), bin, args...)
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 10 * time.Second
 	if err := cmd.Start(); err != nil {
+		cancel()
 		return nil, err
 	}
-	p := &process{name: name, cmd: cmd, logPath: logPath, done: make(chan struct{})}
+	p := &process{name: name, cmd: cmd, logPath: logPath, cancel: cancel, done: make(chan struct{})}
 	go func() { p.err = cmd.Wait(); close(p.done) }()
 	c.procs = append(c.procs, p)
 	c.log.Debug("started", "component", name, "pid", cmd.Process.Pid)
@@ -168,18 +171,11 @@ func (p *process) exited() bool {
 	}
 }
 
-// stop sends SIGTERM, then SIGKILL after 10 s, and waits.
+// stop cancels the process's context (SIGTERM, SIGKILL after 10 s) and
+// waits until it has exited.
 func (p *process) stop() {
-	if p.exited() {
-		return
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(10 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.done
-	}
+	p.cancel()
+	<-p.done
 }
 
 // await polls ready until it succeeds, the process exits (its log's tail in
