@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/labhub/teamspace/tests/testenv"
 )
 
 // TestLoad sends 20,000 mixed sync and finalize requests over 64 concurrent
@@ -91,10 +93,7 @@ func TestLoad(t *testing.T) {
 	if h := maxHeap.Load(); h > heapLimit {
 		t.Errorf("heap reached %d MiB, want under %d MiB", h>>20, heapLimit>>20)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for runtime.NumGoroutine() > goroutinesBefore && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
+	testenv.Eventually(5*time.Second, 50*time.Millisecond, func() bool { return runtime.NumGoroutine() <= goroutinesBefore })
 	if after := runtime.NumGoroutine(); after > goroutinesBefore {
 		buf := make([]byte, 1<<16)
 		t.Errorf("%d goroutines before, %d after:\n%s", goroutinesBefore, after, buf[:runtime.Stack(buf, true)])

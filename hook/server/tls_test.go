@@ -17,6 +17,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/labhub/teamspace/tests/testenv"
 )
 
 func writePair(t *testing.T, dir, cn string) {
@@ -83,12 +85,8 @@ func TestCertReloader(t *testing.T) {
 	}
 	time.Sleep(10 * time.Millisecond)
 	writePair(t, dir, "second")
-	deadline := time.Now().Add(5 * time.Second)
-	for servedCN(t, ln.Addr().String()) != "second" {
-		if time.Now().After(deadline) {
-			t.Fatal("renewed certificate not picked up within 5 s")
-		}
-		time.Sleep(100 * time.Millisecond)
+	if !testenv.Eventually(5*time.Second, 100*time.Millisecond, func() bool { return servedCN(t, ln.Addr().String()) == "second" }) {
+		t.Fatal("renewed certificate not picked up within 5 s")
 	}
 	// A broken pair keeps the last good certificate in service.
 	if err := os.WriteFile(filepath.Join(dir, "tls.key"), []byte("garbage"), 0o600); err != nil {
