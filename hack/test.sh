@@ -5,7 +5,7 @@
 #   hack/test.sh
 #
 # It vets the code, builds the control-plane binaries that are missing
-# (Kubernetes ~10 minutes on 2 cores, kine ~2 minutes, into the cache every
+# (Kubernetes ~10 minutes on 2 cores, kine ~5, into the cache every
 # later run reuses) and runs every Go test of the root module; the cluster
 # test packages start private control planes of their own
 # (tests/controlplane), so it never touches a cluster you started.
