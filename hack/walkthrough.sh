@@ -43,6 +43,9 @@ set -euo pipefail
 export LC_ALL=C
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# compositecontroller_at (its own die and log below take over)
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+source "$repo/hack/lib.sh"
 
 out=${WALKTHROUGH_OUT:-./walkthrough-out}
 cluster=${WALKTHROUGH_CLUSTER:-local}
@@ -204,10 +207,8 @@ manifest() {
 # apply_controller: the CompositeController as applied, kept in $out.
 apply_controller() {
 	local f=$out/compositecontroller.applied.yaml
-	sed -e "s#^\( *resyncPeriodSeconds:\).*#\1 $resync#" "$cc_file" >"$f"
-	if [[ -n $hook_url ]]; then
-		sed -i -e "s#http://127.0.0.1:8080/#${hook_url%/}/#" "$f"
-	fi
+	compositecontroller_at "${hook_url:-http://127.0.0.1:8080}" |
+		sed -e "s#^\( *resyncPeriodSeconds:\).*#\1 $resync#" >"$f"
 	k apply -f "$f"
 }
 
