@@ -39,6 +39,10 @@ func hard(pods, cpu string) objOpt {
 	return func(o *Object) { o.Spec.Hard = map[string]string{hardPods: pods, hardCPU: cpu} }
 }
 
+func lastApplied(j string) objOpt {
+	return func(o *Object) { o.Metadata.Annotations = map[string]string{LastAppliedAnnotation: j} }
+}
+
 func namespace(opts ...objOpt) *Object {
 	o := &Object{APIVersion: "v1", Kind: "Namespace", Metadata: Meta{Name: "team-alpha"}}
 	o.Status.Phase = "Active"
@@ -109,6 +113,10 @@ func TestSyncReasons(t *testing.T) {
 		{name: "NamespaceConflict: related namespace without owner", req: request(spec, nil, nil, namespace()),
 			wantChildren: nil, wantStatus: metav1.ConditionFalse, wantReason: ReasonNamespaceConflict},
 		{name: "InvalidSpec: keeps the observed quota", req: request(`{"pods": 0}`, namespace(), quota(hard("3", "1")), nil),
+			wantChildren: []string{ns, "ResourceQuota pods=3, requests.cpu=1"}, wantStatus: metav1.ConditionFalse, wantReason: ReasonInvalidSpec},
+		{name: "InvalidSpec: keeps what the engine last applied, not a hand edit", req: request(`{"pods": 0}`, namespace(), quota(hard("99", "1"), lastApplied(`{"spec":{"hard":{"pods":"3","requests.cpu":"1"}}}`)), nil),
+			wantChildren: []string{ns, "ResourceQuota pods=3, requests.cpu=1"}, wantStatus: metav1.ConditionFalse, wantReason: ReasonInvalidSpec},
+		{name: "InvalidSpec: last applied without limits, keeps the observed quota", req: request(`{"pods": 0}`, namespace(), quota(hard("3", "1"), lastApplied(`{"spec":{}}`)), nil),
 			wantChildren: []string{ns, "ResourceQuota pods=3, requests.cpu=1"}, wantStatus: metav1.ConditionFalse, wantReason: ReasonInvalidSpec},
 		{name: "InvalidSpec: no quota to keep", req: request(`{"cpu": "lots", "pods": 4}`, namespace(), nil, nil),
 			wantChildren: []string{ns}, wantStatus: metav1.ConditionFalse, wantReason: ReasonInvalidSpec},
