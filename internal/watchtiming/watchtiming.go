@@ -62,6 +62,28 @@ func Start(ctx context.Context, list ListFunc, w WatchFunc) (*Watch, error) {
 	return &Watch{events: rw.ResultChan(), stop: func() { cancel(); rw.Stop() }}, nil
 }
 
+// Client is the List and Watch of a typed client, e.g. a
+// ResourceQuotaInterface (L is its list type, *corev1.ResourceQuotaList).
+type Client[L metav1.ListInterface] interface {
+	List(ctx context.Context, o metav1.ListOptions) (L, error)
+	Watch(ctx context.Context, o metav1.ListOptions) (watch.Interface, error)
+}
+
+// StartWith watches what c lists under fieldSelector (empty: everything),
+// from the list's resourceVersion on.
+func StartWith[L metav1.ListInterface](ctx context.Context, c Client[L], fieldSelector string) (*Watch, error) {
+	return Start(ctx, func(ctx context.Context) (string, error) {
+		l, err := c.List(ctx, metav1.ListOptions{FieldSelector: fieldSelector})
+		if err != nil {
+			return "", err
+		}
+		return l.GetResourceVersion(), nil
+	}, func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+		o.FieldSelector = fieldSelector
+		return c.Watch(ctx, o)
+	})
+}
+
 // Stop ends the watch.
 func (w *Watch) Stop() { w.stop() }
 

@@ -38,7 +38,6 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -462,36 +461,20 @@ func (w *walk) engine(t *testing.T, action string) {
 // watchQuotas watches the quotas of one namespace, timed on arrival.
 func (w *walk) watchQuotas(t *testing.T, ns string) *watchtiming.Watch {
 	t.Helper()
-	quotas := w.kube.CoreV1().ResourceQuotas(ns)
-	return w.startWatch(t, func(ctx context.Context) (string, error) {
-		l, err := quotas.List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return "", err
-		}
-		return l.ResourceVersion, nil
-	}, quotas.Watch)
+	wt, err := watchtiming.StartWith[*corev1.ResourceQuotaList](w.ctx, w.kube.CoreV1().ResourceQuotas(ns), "")
+	return started(t, wt, err)
 }
 
 // watchNamespace watches one namespace by name.
 func (w *walk) watchNamespace(t *testing.T, name string) *watchtiming.Watch {
 	t.Helper()
 	sel := fields.OneTermEqualSelector("metadata.name", name).String()
-	nss := w.kube.CoreV1().Namespaces()
-	return w.startWatch(t, func(ctx context.Context) (string, error) {
-		l, err := nss.List(ctx, metav1.ListOptions{FieldSelector: sel})
-		if err != nil {
-			return "", err
-		}
-		return l.ResourceVersion, nil
-	}, func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-		o.FieldSelector = sel
-		return nss.Watch(ctx, o)
-	})
+	wt, err := watchtiming.StartWith[*corev1.NamespaceList](w.ctx, w.kube.CoreV1().Namespaces(), sel)
+	return started(t, wt, err)
 }
 
-func (w *walk) startWatch(t *testing.T, list watchtiming.ListFunc, wf watchtiming.WatchFunc) *watchtiming.Watch {
+func started(t *testing.T, wt *watchtiming.Watch, err error) *watchtiming.Watch {
 	t.Helper()
-	wt, err := watchtiming.Start(w.ctx, list, wf)
 	if err != nil {
 		t.Fatal(err)
 	}

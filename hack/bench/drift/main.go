@@ -144,18 +144,8 @@ func hardPods(rl corev1.ResourceList) string {
 
 // startWatch watches the one quota, resuming after any watch closure.
 func (d *drift) startWatch(ctx context.Context) error {
-	quotas := d.c.Kube.CoreV1().ResourceQuotas(d.ns)
 	sel := fields.OneTermEqualSelector("metadata.name", quotaName).String()
-	w, err := watchtiming.Start(ctx, func(ctx context.Context) (string, error) {
-		list, err := quotas.List(ctx, metav1.ListOptions{FieldSelector: sel})
-		if err != nil {
-			return "", err
-		}
-		return list.ResourceVersion, nil
-	}, func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-		o.FieldSelector = sel
-		return quotas.Watch(ctx, o)
-	})
+	w, err := watchtiming.StartWith[*corev1.ResourceQuotaList](ctx, d.c.Kube.CoreV1().ResourceQuotas(d.ns), sel)
 	if err != nil {
 		return err
 	}
