@@ -195,7 +195,7 @@ require (
 	sigs.k8s.io/yaml v1.6.0 // indirect
 )
 
-// The root module, for code shared with the tests (internal/watchtiming).
+// The root module, for code shared with the tests (tests/watchtiming).
 require github.com/labhub/teamspace v0.0.0
 
 replace github.com/labhub/teamspace => ../

@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 
-	"github.com/labhub/teamspace/internal/watchtiming"
+	"github.com/labhub/teamspace/tests/watchtiming"
 )
 
 var names = []string{"alpha", "beta", "gamma", "delta"}

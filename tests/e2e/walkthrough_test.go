@@ -43,7 +43,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
-	"github.com/labhub/teamspace/internal/watchtiming"
+	"github.com/labhub/teamspace/tests/watchtiming"
 )
 
 const (

@@ -29,7 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/labhub/teamspace/hack/bench/internal/benchutil"
-	"github.com/labhub/teamspace/internal/watchtiming"
+	"github.com/labhub/teamspace/tests/watchtiming"
 )
 
 const quotaName = "team-quota"
