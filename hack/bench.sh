@@ -26,7 +26,7 @@
 #   ENGINE_CONFIGS       ";"-separated "label=engine flags" for drift
 #                        [see ENGINE_CONFIGS_DEFAULT below]
 #   SCALE_ENGINE_CONFIGS the same for scale, each on a fresh setup
-#                        [qps50 (hack/up.sh's) and qps200-w20 (recommended)]
+#                        [qps50 (the earlier flags) and shipped (engine_tuning_flags: the systemd unit's)]
 #   DRIFT_REPS           repetitions of restore and of revert [20]
 #   SCALE_COUNT          TeamSpaces in scale [200]
 #   SCALE_STEADY         steady-state window [ten resyncPeriodSeconds of
@@ -206,8 +206,8 @@ http() {
 
 # ---------------------------------------------------------------------- e2e
 
-# The engine flags compared; hack/up.sh always passes
-# --client-go-qps=50 --client-go-burst=100 first, and later flags win.
+# The engine flags compared; hack/up.sh always passes the shipped ones
+# (engine_tuning_flags, from the systemd unit) first, and later flags win.
 # steady_window is ten resync periods of the shipped CompositeController.
 steady_window() {
 	local period
@@ -219,9 +219,9 @@ ENGINE_CONFIGS_DEFAULT="qps5-default=--client-go-qps=5 --client-go-burst=10"
 ENGINE_CONFIGS_DEFAULT+=";qps50=--client-go-qps=50 --client-go-burst=100"
 ENGINE_CONFIGS_DEFAULT+=";qps50-ssa=--client-go-qps=50 --client-go-burst=100 --apply-strategy=server-side-apply"
 ENGINE_CONFIGS_DEFAULT+=";qps50-w10=--client-go-qps=50 --client-go-burst=100 --workers=10"
-ENGINE_CONFIGS_DEFAULT+=";qps200-w20=--client-go-qps=200 --client-go-burst=400 --workers=20"
+ENGINE_CONFIGS_DEFAULT+=";shipped=$(engine_tuning_flags)"
 SCALE_ENGINE_CONFIGS_DEFAULT="qps50=--client-go-qps=50 --client-go-burst=100"
-SCALE_ENGINE_CONFIGS_DEFAULT+=";qps200-w20=--client-go-qps=200 --client-go-burst=400 --workers=20"
+SCALE_ENGINE_CONFIGS_DEFAULT+=";shipped=$(engine_tuning_flags)"
 
 # Engine ports of the private setup: hack/up.sh picks free ones once and
 # keeps them in up.env, so a setup started later by someone else can take

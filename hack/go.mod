@@ -195,6 +195,11 @@ require (
 	sigs.k8s.io/yaml v1.6.0 // indirect
 )
 
+// The root module, for code shared with the tests (tests/watchtiming).
+require github.com/labhub/teamspace v0.0.0
+
+replace github.com/labhub/teamspace => ../
+
 replace (
 	k8s.io/api => k8s.io/api v0.37.2
 	k8s.io/apiextensions-apiserver => k8s.io/apiextensions-apiserver v0.37.2

@@ -21,6 +21,24 @@ TEAMSPACE_DATASTORE="${TEAMSPACE_DATASTORE:-kine}"
 KINE_VERSION="${KINE_VERSION:-v0.17.5}"
 KINE_BIN="${TEAMSPACE_CACHE}/kine-${KINE_VERSION}/bin/kine"
 
+# compositecontroller_at BASE_URL prints compositecontroller.yaml with its
+# hook URLs at BASE_URL (e.g. http://127.0.0.1:8123) instead of the default
+# http://127.0.0.1:8080: the one place a hook URL is rewritten (hack/up.sh,
+# hack/deploy/install.sh and the tests call it).
+compositecontroller_at() {
+	sed -e "s#http://127\.0\.0\.1:8080/#${1%/}/#g" "${TEAMSPACE_ROOT}/compositecontroller.yaml"
+}
+
+# engine_tuning_flags prints the engine's tuning flags. They live in the
+# systemd unit only (METACONTROLLER_TUNING, with the reasons); hack/up.sh
+# and hack/bench.sh read them from there.
+engine_tuning_flags() {
+	local unit="${TEAMSPACE_ROOT}/hack/deploy/systemd/metacontroller.service" flags
+	flags=$(sed -n 's/^Environment="METACONTROLLER_TUNING=\(.*\)"$/\1/p' "${unit}")
+	[[ -n "${flags}" ]] || die "no METACONTROLLER_TUNING in ${unit}"
+	printf '%s\n' "${flags}"
+}
+
 log() {
 	printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2
 }

@@ -32,12 +32,11 @@ go_vet() {
 }
 
 # tools installs what the checks call: shellcheck for every script,
-# systemd-analyze for the unit files, jq for the walkthrough.
+# systemd-analyze for the unit files.
 tools() {
 	local pkgs=()
 	command -v shellcheck >/dev/null || pkgs+=(shellcheck)
 	command -v systemd-analyze >/dev/null || pkgs+=(systemd)
-	command -v jq >/dev/null || pkgs+=(jq)
 	if ((${#pkgs[@]} > 0)); then
 		step "install ${pkgs[*]}"
 		apt_install "${pkgs[@]}"

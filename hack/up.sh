@@ -162,12 +162,14 @@ engine_start() {
 	if curl -fsS -o /dev/null --max-time 1 "http://127.0.0.1:$TEAMSPACE_ENGINE_HEALTH_PORT/healthz" 2>/dev/null; then
 		die "127.0.0.1:$TEAMSPACE_ENGINE_HEALTH_PORT already answers: another process holds the engine's port saved in $upenv; run hack/down.sh, then hack/up.sh"
 	fi
-	local -a extra=()
+	local -a extra=() tuning=()
 	# shellcheck disable=SC2206 # word-splitting is the documented behaviour
 	[[ -n ${TEAMSPACE_ENGINE_EXTRA_ARGS:-} ]] && extra=($TEAMSPACE_ENGINE_EXTRA_ARGS)
+	# shellcheck disable=SC2207 # flags separated by spaces, as in the unit
+	tuning=($(engine_tuning_flags))
 	start_bg "$pidfile" "$log" "$TEAMSPACE_ENGINE_BIN" \
 		--kubeconfig="$KUBECONFIG" \
-		--client-go-qps=200 --client-go-burst=400 --workers=20 \
+		"${tuning[@]}" \
 		--discovery-interval=2s \
 		--metrics-address="127.0.0.1:$TEAMSPACE_ENGINE_METRICS_PORT" \
 		--health-probe-bind-address="127.0.0.1:$TEAMSPACE_ENGINE_HEALTH_PORT" \
@@ -203,7 +205,7 @@ apply_controller() {
 	load_upenv
 	local tmp
 	tmp=$(mktemp)
-	sed -e "s#http://127.0.0.1:8080/#$TEAMSPACE_HOOK_URL/#" "$repo/compositecontroller.yaml" >"$tmp"
+	compositecontroller_at "$TEAMSPACE_HOOK_URL" >"$tmp"
 	kubectl apply -f "$tmp" >&2
 	rm -f "$tmp"
 }

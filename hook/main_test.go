@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -118,6 +119,13 @@ func finalizeBody(t *testing.T, name, uid string) []byte {
 // with SIGTERM and started again while finalize calls keep coming: a call
 // that failed is retried (as the engine does), every TeamSpace that was
 // answered finalized has its record, and SIGTERM exits cleanly.
+//
+// The signal is sent only once a call is provably in flight, so the test
+// does not depend on timing: one request is sent with "Expect:
+// 100-continue" and its body held back; the hook's "100 Continue" says its
+// handler is reading the body. The body follows after the hook has logged
+// "shutting down", and that call must still be answered, finalized, with
+// its record (a drain, not a drop).
 func TestRestartLosesNothing(t *testing.T) {
 	addr, dir := freeAddr(t), t.TempDir()
 	args := []string{"--listen-address=" + addr, "--archive-dir=" + dir}
@@ -146,15 +154,48 @@ func TestRestartLosesNothing(t *testing.T) {
 			}
 		}(w)
 	}
-	time.Sleep(150 * time.Millisecond)
+
+	held := finalizeBody(t, "in-flight", "00000000-0000-4000-8000-999999999999")
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
+	fmt.Fprintf(conn, "POST /finalize HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nExpect: 100-continue\r\n\r\n", addr, len(held))
+	replies := bufio.NewReader(conn)
+	if line, err := replies.ReadString('\n'); err != nil || !strings.HasPrefix(line, "HTTP/1.1 100") {
+		t.Fatalf("no 100 Continue, the call is not in flight: %q %v", line, err)
+	}
+	if _, err := replies.ReadString('\n'); err != nil { // the empty line ending the interim answer
+		t.Fatal(err)
+	}
+
 	if err := hook.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(hook.logs(), "shutting down"); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no shutdown after SIGTERM:\n%s", hook.logs())
+		}
+	}
+	if _, err := conn.Write(held); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(replies, nil)
+	if err != nil {
+		t.Fatalf("the call in flight at SIGTERM got no answer: %v", err)
+	}
+	answer, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !bytes.Contains(answer, []byte(`"finalized":true`)) {
+		t.Errorf("the call in flight at SIGTERM was answered %d %s, want finalized", resp.StatusCode, answer)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "in-flight.json")); err != nil {
+		t.Errorf("the call in flight at SIGTERM left no record: %v", err)
+	}
 	if err := hook.cmd.Wait(); err != nil {
 		t.Errorf("hook exited with %v after SIGTERM; logs:\n%s", err, hook.logs())
-	}
-	if !strings.Contains(hook.logs(), "shutting down") {
-		t.Errorf("no graceful shutdown logged:\n%s", hook.logs())
 	}
 	hook = startHook(t, args...)
 	wg.Wait()

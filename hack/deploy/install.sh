@@ -271,7 +271,7 @@ wait_http teamspace-hook "http://$HOOK_ADDRESS/healthz"
 wait_http metacontroller "http://$METACONTROLLER_HEALTH_ADDRESS/healthz"
 
 # Last: the CompositeController, its hook URLs at this install's hook.
-sed -e "s|http://127\.0\.0\.1:8080/|http://$HOOK_ADDRESS/|g" "$repo/compositecontroller.yaml" >"$tmp/compositecontroller.yaml"
+compositecontroller_at "http://$HOOK_ADDRESS" >"$tmp/compositecontroller.yaml"
 say "applying the CompositeController (hook at http://$HOOK_ADDRESS)"
 apply -f "$tmp/compositecontroller.yaml" >&2
 

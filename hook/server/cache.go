@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"sync/atomic"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/labhub/teamspace/hook/teamspace"
 )
 
@@ -15,6 +17,14 @@ import (
 // answers of ~1.5 KiB) and a collision only costs a recomputation.
 type answerCache struct {
 	slots [answerCacheSlots]atomic.Pointer[cacheEntry]
+	// hits counts the answers served from the cache (a metric), which is
+	// how an operator, and a test, sees that resyncs skip the computation.
+	hits prometheus.Counter
+}
+
+// newAnswerCache is the cache of one hook, counting its hits.
+func (h *Handler) newAnswerCache(hook string) *answerCache {
+	return &answerCache{hits: h.metrics.cacheHits.WithLabelValues(hook)}
 }
 
 const answerCacheSlots = 512

@@ -12,6 +12,7 @@ type metrics struct {
 	duration      *prometheus.HistogramVec
 	errors        *prometheus.CounterVec
 	archiveWrites *prometheus.CounterVec
+	cacheHits     *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -33,8 +34,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "teamspace_archive_writes_total",
 			Help: "Archive record writes by result (stored: durable, new or already there; failed).",
 		}, []string{"result"}),
+		cacheHits: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "teamspace_hook_answer_cache_hits_total",
+			Help: "Hook requests answered from the answer cache (byte-identical to an earlier request), by hook.",
+		}, []string{"hook"}),
 	}
-	reg.MustRegister(m.requests, m.duration, m.errors, m.archiveWrites)
+	reg.MustRegister(m.requests, m.duration, m.errors, m.archiveWrites, m.cacheHits)
 	return m
 }
 

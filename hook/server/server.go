@@ -61,9 +61,9 @@ func New(cfg Config) *Handler {
 	r := mux.NewRouter()
 	// sync and customize are pure: their answers are memoised by request
 	// body (answerCache); finalize has the archive's side effect and is not.
-	r.Handle("/sync", h.hook("sync", h.sync, new(answerCache))).Methods(http.MethodPost)
+	r.Handle("/sync", h.hook("sync", h.sync, h.newAnswerCache("sync"))).Methods(http.MethodPost)
 	r.Handle("/finalize", h.hook("finalize", h.finalize, nil)).Methods(http.MethodPost)
-	r.Handle("/customize", h.hook("customize", h.customize, new(answerCache))).Methods(http.MethodPost)
+	r.Handle("/customize", h.hook("customize", h.customize, h.newAnswerCache("customize"))).Methods(http.MethodPost)
 	r.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok\n"))
@@ -143,6 +143,7 @@ func (h *Handler) serve(r *http.Request, fn hookFunc, cache *answerCache) (*pare
 	if cache != nil {
 		key = sha256.Sum256(buf.Bytes())
 		if e := cache.get(key); e != nil {
+			cache.hits.Inc()
 			return &e.who, e.answer, nil
 		}
 	}

@@ -261,3 +261,39 @@ func TestMetrics(t *testing.T) {
 		}
 	}
 }
+
+// TestRequestLog: every request is logged to the configured logger, with
+// the hook, the code, and the TeamSpace's name, uid and generation; a
+// refusal at warn with its reason.
+func TestRequestLog(t *testing.T) {
+	var logs bytes.Buffer
+	logger := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	h := newHandler(t, t.TempDir(), Config{Logger: logger})
+	for _, body := range [][]byte{requestBody(t, "sync/recorded-steady"), requestBody(t, "sync/wrong-kind")} {
+		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, "/sync", bytes.NewReader(body)))
+	}
+	var lines []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("log line %q: %v", l, err)
+		}
+		delete(m, "time")
+		delete(m, "duration")
+		lines = append(lines, m)
+	}
+	want := []map[string]any{
+		{"level": "DEBUG", "msg": "request", "hook": "sync", "code": float64(200), "teamspace": "gamma", "uid": "acd22e4f-b406-43c3-940c-3696cec9c867", "generation": float64(1)},
+		{"level": "WARN", "msg": "request", "hook": "sync", "code": float64(400), "teamspace": "gamma", "uid": "acd22e4f-b406-43c3-940c-3696cec9c867", "generation": float64(1), "reason": "WrongKind"},
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("logged %d lines, want %d:\n%s", len(lines), len(want), logs.String())
+	}
+	for i := range want {
+		for k, v := range want[i] {
+			if lines[i][k] != v {
+				t.Errorf("line %d: %s = %v, want %v\n%s", i, k, lines[i][k], v, logs.String())
+			}
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -8,13 +9,14 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
-	"io"
 	"log/slog"
 	"math/big"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -67,7 +69,8 @@ func servedCN(t *testing.T, addr string) string {
 func TestCertReloader(t *testing.T) {
 	dir := t.TempDir()
 	writePair(t, dir, "first")
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	var logs lockedBuffer
+	logger := slog.New(slog.NewTextHandler(&logs, nil))
 	certs, err := NewCertReloader(filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"), logger)
 	if err != nil {
 		t.Fatal(err)
@@ -96,6 +99,31 @@ func TestCertReloader(t *testing.T) {
 	if cn := servedCN(t, ln.Addr().String()); cn != "second" {
 		t.Errorf("after a broken key, served %q, want second", cn)
 	}
+	// The operator is told which happened, in this order: the renewal
+	// loaded, the broken pair kept out.
+	reloaded := strings.Index(logs.String(), `msg="reloaded TLS certificate"`)
+	kept := strings.Index(logs.String(), `level=WARN msg="keeping the previous TLS certificate"`)
+	if reloaded < 0 || kept < reloaded {
+		t.Errorf("want a reload logged, then a warning that the previous certificate is kept:\n%s", logs.String())
+	}
+}
+
+// lockedBuffer is a log destination that goroutines may share.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 func TestNewCertReloaderFailsOnBadPair(t *testing.T) {

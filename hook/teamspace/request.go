@@ -78,8 +78,8 @@ type Object struct {
 // Meta is the part of an object's metadata the hook reads. Decoding only
 // this, rather than metav1.ObjectMeta, skips the bulk of every request: the
 // fieldsV1 trees of managedFields and the labels the hook never looks at
-// are scanned but not built (BENCHMARKS.md: -20% allocations and about
-// -15% time per sync request).
+// are scanned but not built: most of a request's decoding cost (see
+// BENCHMARKS.md appendix A.2).
 type Meta struct {
 	Name              string                  `json:"name"`
 	Namespace         string                  `json:"namespace,omitempty"`

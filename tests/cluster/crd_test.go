@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 func TestCRDEstablished(t *testing.T) {
@@ -14,8 +16,40 @@ func TestCRDEstablished(t *testing.T) {
 	if out != "True" {
 		t.Fatalf("CRD %s Established = %q, want True", crdName, out)
 	}
-	// The short name and the printer columns are part of what users see.
-	mustKubectl(t, "", "get", "ts")
+}
+
+// TestPrinterColumns reads the API server's Table for a TeamSpace (what
+// `kubectl get ts` prints, server-side printing): the short name works and
+// every printer column of crd.yaml shows its field.
+func TestPrinterColumns(t *testing.T) {
+	needCluster(t)
+	installCRD(t)
+	name := "columns-" + suffix(t, 6)
+	mustKubectl(t, teamSpace(name, map[string]any{"pods": 4, "cpu": "0.5"}), "create", "-f", "-")
+	deleteOnCleanup(t, "teamspace", name)
+	status := fmt.Sprintf(`{"status":{"namespace":"team-%s","conditions":[{"type":"Ready","status":"True","reason":"Ready","message":"m","lastTransitionTime":"2026-12-02T12:00:00Z"}]}}`, name)
+	mustKubectl(t, "", "patch", "teamspace", name, "--subresource=status", "--type=merge", "-p", status)
+
+	out := mustKubectl(t, "", "get", "ts", name, "-o", "wide")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("kubectl get ts %s printed %d lines, want a header and a row:\n%s", name, len(lines), out)
+	}
+	header, row := strings.Fields(lines[0]), strings.Fields(lines[1])
+	wantHeader := []string{"NAME", "PODS", "CPU", "NAMESPACE", "READY", "AGE"}
+	if diff := cmp.Diff(wantHeader, header); diff != "" {
+		t.Errorf("columns (-want +got):\n%s", diff)
+	}
+	if len(row) != len(wantHeader) {
+		t.Fatalf("row %q has %d cells, want %d", lines[1], len(row), len(wantHeader))
+	}
+	wantRow := []string{name, "4", "0.5", "team-" + name, "True"} // spec.cpu as written
+	if diff := cmp.Diff(wantRow, row[:5]); diff != "" {
+		t.Errorf("cells (-want +got):\n%s", diff)
+	}
+	if age := row[5]; !strings.HasSuffix(age, "s") && !strings.HasSuffix(age, "m") {
+		t.Errorf("AGE = %q, want a duration such as 3s", age)
+	}
 }
 
 // TestValidation: the API server itself refuses a bad TeamSpace, naming the

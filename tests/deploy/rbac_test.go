@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -241,13 +242,15 @@ func TestRBACSufficient(t *testing.T) {
 		return httpOK("http://" + health + "/healthz")
 	})
 
-	// The CompositeController, calling our hook.
-	ccYAML, err := os.ReadFile(filepath.Join(root, "compositecontroller.yaml"))
-	if err != nil {
-		t.Fatal(err)
+	// The CompositeController, calling our hook (its URLs rewritten where
+	// the scripts rewrite them, hack/lib.sh compositecontroller_at).
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rendered := runCmd(ctx, root, nil, nil, "bash", "-c", `source hack/lib.sh && compositecontroller_at "$1"`, "-", "http://"+hookAddr)
+	if rendered.err != nil {
+		t.Fatalf("compositecontroller_at: %v", rendered)
 	}
-	cc := strings.ReplaceAll(string(ccYAML), "http://127.0.0.1:8080/", "http://"+hookAddr+"/")
-	if r := kubectlIn(t, []byte(cc), "apply", "-f", "-"); r.err != nil {
+	if r := kubectlIn(t, []byte(rendered.stdout), "apply", "-f", "-"); r.err != nil {
 		t.Fatalf("applying the CompositeController: %v", r)
 	}
 	const ts = "deploy-test-rbac"

@@ -1,16 +1,21 @@
-// Package e2e runs hack/walkthrough.sh against a real local setup
-// (hack/up.sh: etcd, kube-apiserver, kube-controller-manager, the hook and
-// Metacontroller as host processes) and checks the evidence it writes.
+// Package e2e is the walkthrough: eight lab steps, each a subtest over
+// client-go against a real local setup (hack/up.sh: etcd, kube-apiserver,
+// kube-controller-manager, the hook and Metacontroller as host processes),
+// each asserting against the cluster and writing its JSON evidence for a
+// reader.
 //
 // It needs a Metacontroller binary, which this project does not ship:
 //
 //	METACONTROLLER_BIN=/path/to/metacontroller go test -timeout 40m ./tests/e2e
 //
-// Without METACONTROLLER_BIN the test skips and says so. The first run builds
-// the Kubernetes binaries (hack/cluster.sh, ~10 minutes on 2 cores); later
-// runs take 2-3 minutes. TEAMSPACE_E2E_KEEP=1 keeps the logs, the archive and
-// the walkthrough evidence after a passing run; a failing run always keeps
-// them and names the directory.
+// starts a private setup and brings it down afterwards; against a running
+// one (hack/up.sh, then eval "$(hack/up.sh env)"), hack/walkthrough.sh runs
+// the same test with WALKTHROUGH_CLUSTER=current. Without either the test
+// skips and says so. WALKTHROUGH_OUT is where the evidence goes (default: a
+// temporary directory, kept when a step fails or TEAMSPACE_E2E_KEEP is set);
+// RESYNC_SECONDS overrides the CompositeController's resync period.
+//
+// To add a step: write a func(*testing.T, *walk) and add it to steps.
 package e2e
 
 import (
@@ -20,288 +25,465 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/labhub/teamspace/tests/controlplane"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/yaml"
+
 	"github.com/labhub/teamspace/tests/testenv"
+	"github.com/labhub/teamspace/tests/watchtiming"
 )
 
-const engineFinalizer = "metacontroller.io/compositecontroller-teamspace"
+const (
+	controllerName  = "teamspace"
+	engineFinalizer = "metacontroller.io/compositecontroller-" + controllerName
+	keepFinalizer   = "example.com/keep"
+	quotaName       = "team-quota"
+)
 
-// TestMain starts the package's control plane (tests/controlplane) only
-// with METACONTROLLER_BIN: every test here needs the engine.
-func TestMain(m *testing.M) { os.Exit(controlplane.Main(m, "METACONTROLLER_BIN")) }
+var (
+	teamSpaces           = schema.GroupVersionResource{Group: "platform.labhub.io", Version: "v1alpha1", Resource: "teamspaces"}
+	compositeControllers = schema.GroupVersionResource{Group: "metacontroller.k8s.io", Version: "v1alpha1", Resource: "compositecontrollers"}
+)
+
+// steps are the walkthrough, in order; each depends on the ones before.
+var steps = []struct {
+	name string
+	run  func(*testing.T, *walk)
+}{
+	{"0-leftovers", stepLeftovers},
+	{"1-only-the-crd", stepOnlyTheCRD},
+	{"2-generation", stepGeneration},
+	{"3-reconcile", stepReconcile},
+	{"4-new-teamspace", stepNewTeamSpace},
+	{"5-drift", stepDrift},
+	{"6-deletion", stepDeletion},
+	{"7-engine-stopped", stepEngineStopped},
+	{"8-report", stepReport},
+}
+
+// walk is what the steps share: clients, the setup and what earlier steps
+// found.
+type walk struct {
+	ctx       context.Context
+	repo, out string
+	env       map[string]string // KUBECONFIG, TEAMSPACE_HOOK_URL, TEAMSPACE_ARCHIVE_DIR, TEAMSPACE_STATE
+	kube      kubernetes.Interface
+	dyn       dynamic.Interface
+	resync    int64
+	timeout   time.Duration
+	observe   time.Duration // step 1: how long a TeamSpace is left alone
+	stopped   time.Duration // step 7: how long the engine stays stopped
+	alphaUID  string
+	report    map[string]any
+}
+
+func TestWalkthrough(t *testing.T) {
+	w := setUp(t)
+	for _, s := range steps {
+		if !t.Run(s.name, func(t *testing.T) { s.run(t, w) }) {
+			t.Fatalf("step %s failed; the later steps build on it. Evidence so far in %s", s.name, w.out)
+		}
+	}
+	t.Logf("evidence in %s", w.out)
+}
 
 func repoRoot(t *testing.T) string { return testenv.RepoRoot() }
 
-// run runs a script of the repository with env added, its output going to
-// logPath (a file, so that processes the script leaves running never hold a
-// pipe of ours open).
-func run(ctx context.Context, t *testing.T, repo, logPath string, env []string, name string, args ...string) error {
-	t.Helper()
-	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+// setUp finds or starts the setup and builds the clients.
+func setUp(t *testing.T) *walk {
+	repo := repoRoot(t)
+	w := &walk{repo: repo, timeout: 2 * time.Minute, observe: 5 * time.Second, stopped: 8 * time.Second, report: map[string]any{}}
+	w.ctx = context.Background()
+	if dl, ok := t.Deadline(); ok {
+		var cancel context.CancelFunc
+		w.ctx, cancel = context.WithDeadline(w.ctx, dl.Add(-90*time.Second)) // time for hack/down.sh
+		t.Cleanup(cancel)
+	}
+	w.out = os.Getenv("WALKTHROUGH_OUT")
+	if w.out == "" {
+		w.out = t.TempDir()
+		if os.Getenv("TEAMSPACE_E2E_KEEP") != "" {
+			d, err := os.MkdirTemp("", "teamspace-walkthrough-")
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.out = d
+		}
+	}
+	if err := os.MkdirAll(w.out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	switch os.Getenv("WALKTHROUGH_CLUSTER") {
+	case "current":
+		w.env = map[string]string{}
+		for _, k := range []string{"KUBECONFIG", "TEAMSPACE_HOOK_URL", "TEAMSPACE_ARCHIVE_DIR", "TEAMSPACE_STATE"} {
+			w.env[k] = os.Getenv(k)
+		}
+		if w.env["KUBECONFIG"] == "" || w.env["TEAMSPACE_HOOK_URL"] == "" {
+			t.Fatal(`WALKTHROUGH_CLUSTER=current needs the environment of a running setup: eval "$(hack/up.sh env)"`)
+		}
+	default:
+		if os.Getenv("METACONTROLLER_BIN") == "" {
+			t.Skip("METACONTROLLER_BIN not set: skipped the end-to-end walkthrough, nothing was run. " +
+				"It needs a Metacontroller binary (not shipped by this project, see hack/up.sh): " +
+				"METACONTROLLER_BIN=/path/to/metacontroller go test -timeout 40m ./tests/e2e")
+		}
+		w.env = startSetup(t, repo)
+	}
+
+	w.resync = resyncOf(t, w)
+	cfg, err := clientcmd.BuildConfigFromFlags("", w.env["KUBECONFIG"])
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	fmt.Fprintf(f, "\n==== %s %s\n", time.Now().Format(time.RFC3339), strings.Join(append([]string{name}, args...), " "))
-	cmd := exec.CommandContext(ctx, filepath.Join(repo, name), args...)
-	cmd.Dir = repo
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Stdin = nil
-	cmd.Stdout = f
-	cmd.Stderr = f
-	cmd.WaitDelay = 10 * time.Second
-	start := time.Now()
-	err = cmd.Run()
-	t.Logf("%s: %v (%s)", strings.Join(append([]string{name}, args...), " "), errOrOK(err), time.Since(start).Round(time.Second))
-	return err
+	cfg.QPS, cfg.Burst = 50, 100
+	w.kube = kubernetes.NewForConfigOrDie(cfg)
+	w.dyn = dynamic.NewForConfigOrDie(cfg)
+	return w
 }
 
-func errOrOK(err error) string {
-	if err != nil {
-		return err.Error()
-	}
-	return "ok"
-}
-
-// tail returns the last n lines of a file, for failure messages.
-func tail(path string, n int) string { return controlplane.Tail(path, n) }
-
-func readJSON(t *testing.T, dir, name string, v any) {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, name))
-	if err != nil {
-		t.Fatalf("walkthrough evidence: %v", err)
-	}
-	if err := json.Unmarshal(b, v); err != nil {
-		t.Fatalf("%s: %v\n%s", name, err, b)
-	}
-	t.Logf("%s: %s", name, strings.Join(strings.Fields(string(b)), " "))
-}
-
-type (
-	beforeJSON struct {
-		UID             string `json:"uid"`
-		NamespaceExists *bool  `json:"namespace_exists"`
-	}
-	generationJSON struct {
-		UID           string          `json:"uid"`
-		GenInitial    int64           `json:"gen_initial"`
-		GenAfterLabel int64           `json:"gen_after_label"`
-		GenAfterSpec  int64           `json:"gen_after_spec"`
-		StatusViaMain json.RawMessage `json:"status_via_main"`
-	}
-	reconcileJSON struct {
-		QuotaUID            string `json:"quota_uid"`
-		NamespaceOwnerUID   string `json:"namespace_owner_uid"`
-		SecondPassRVChanged *bool  `json:"second_pass_rv_changed"`
-	}
-	driftJSON struct {
-		DeletedUID               string   `json:"deleted_uid"`
-		RestoredUID              string   `json:"restored_uid"`
-		RestoreSeconds           *int     `json:"restore_seconds"`
-		RestoreSecondsFractional *float64 `json:"restore_seconds_fractional"`
-		EditedTo                 int      `json:"edited_to"`
-		RevertedTo               int      `json:"reverted_to"`
-	}
-	cleanupJSON struct {
-		UID              string `json:"uid"`
-		BlockedSeen      bool   `json:"blocked_seen"`
-		NamespaceGone    bool   `json:"namespace_gone"`
-		Finalizer        string `json:"finalizer"`
-		Archived         bool   `json:"archived"`
-		ForeignFinalizer struct {
-			Kept bool `json:"kept"`
-		} `json:"foreign_finalizer"`
-	}
-	catchupJSON struct {
-		Generation            int64  `json:"generation"`
-		ObservedWhileStopped  int64  `json:"observed_while_stopped"`
-		QuotaPodsWhileStopped string `json:"quota_pods_while_stopped"`
-		ObservedAfterStart    int64  `json:"observed_after_start"`
-		QuotaPodsAfterStart   string `json:"quota_pods_after_start"`
-	}
-	reportJSON struct {
-		CRDAloneCreatedNamespace      bool   `json:"crd_alone_created_namespace"`
-		StatusBumpsGeneration         bool   `json:"status_bumps_generation"`
-		RestoreSeconds                int    `json:"restore_seconds"`
-		Finalizer                     string `json:"finalizer"`
-		Archived                      bool   `json:"archived"`
-		GenerationsBehindWhileStopped int64  `json:"generations_behind_while_stopped"`
-		Trigger                       string `json:"trigger"`
-	}
-)
-
-func TestWalkthrough(t *testing.T) {
-	if os.Getenv("METACONTROLLER_BIN") == "" {
-		t.Skip("METACONTROLLER_BIN not set: skipped the end-to-end walkthrough, nothing was run. " +
-			"It needs a Metacontroller binary (not shipped by this project, see hack/up.sh): " +
-			"METACONTROLLER_BIN=/path/to/metacontroller go test -timeout 40m ./tests/e2e")
-	}
-	repo := repoRoot(t)
-
-	// base/state is the state directory (hack/down.sh removes it), beside it
-	// the script output and the walkthrough evidence.
+// startSetup runs hack/up.sh in a state directory of its own, and
+// hack/down.sh when the test ends; it returns the setup's environment.
+func startSetup(t *testing.T, repo string) map[string]string {
 	base, err := os.MkdirTemp("", "teamspace-e2e-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	state := filepath.Join(base, "state")
 	logPath := filepath.Join(base, "e2e.log")
-	out := filepath.Join(base, "walkthrough-out")
-	env := []string{"TEAMSPACE_STATE=" + state, "WALKTHROUGH_OUT=" + out}
-
-	ctx := context.Background()
-	if dl, ok := t.Deadline(); ok {
-		// Leave time for hack/down.sh after a command that ran out of time.
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, dl.Add(-90*time.Second))
-		defer cancel()
-	}
-
+	env := []string{"TEAMSPACE_STATE=" + state}
 	t.Cleanup(func() {
 		keep := t.Failed() || os.Getenv("TEAMSPACE_E2E_KEEP") != ""
 		if keep {
-			// hack/cluster.sh down removes the state directory: save the logs.
 			for _, d := range []string{"logs", "up/logs", "archive"} {
-				src := filepath.Join(state, d)
-				if _, err := os.Stat(src); err == nil {
+				if src := filepath.Join(state, d); exists(src) {
 					if err := os.CopyFS(filepath.Join(base, "saved", d), os.DirFS(src)); err != nil {
 						t.Logf("saving %s: %v", src, err)
 					}
 				}
 			}
 		}
-		downCtx, cancel := context.WithTimeout(context.Background(), 80*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 80*time.Second)
 		defer cancel()
-		if err := run(downCtx, t, repo, logPath, env, "hack/down.sh"); err != nil {
+		if _, err := script(ctx, repo, logPath, env, "hack/down.sh"); err != nil {
 			t.Errorf("hack/down.sh: %v\n%s", err, tail(logPath, 30))
 		}
 		if keep {
-			t.Logf("kept %s: e2e.log (script output), walkthrough-out/, saved/ (control plane, hook and engine logs, archive)", base)
+			t.Logf("kept %s: e2e.log (script output), saved/ (control plane, hook and engine logs, archive)", base)
 			return
 		}
 		os.RemoveAll(base)
 	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	if _, err := script(ctx, repo, logPath, env, "hack/up.sh"); err != nil {
+		t.Fatalf("hack/up.sh: %v\n%s\n--- hook.log\n%s\n--- metacontroller.log\n%s", err, tail(logPath, 40),
+			tail(filepath.Join(state, "up", "logs", "hook.log"), 20), tail(filepath.Join(state, "up", "logs", "metacontroller.log"), 20))
+	}
+	out, err := script(ctx, repo, logPath, env, "hack/up.sh", "env")
+	if err != nil {
+		t.Fatalf("hack/up.sh env: %v", err)
+	}
+	vars := map[string]string{}
+	for _, line := range strings.Split(out, "\n") {
+		k, v, ok := strings.Cut(strings.TrimPrefix(line, "export "), "=")
+		if ok {
+			vars[k] = v // paths and URLs of the setup need no unquoting
+		}
+	}
+	return vars
+}
 
-	upLogs := func() string {
-		return fmt.Sprintf("--- %s\n%s\n--- hook.log\n%s\n--- metacontroller.log\n%s", logPath, tail(logPath, 40),
-			tail(filepath.Join(state, "up", "logs", "hook.log"), 20),
-			tail(filepath.Join(state, "up", "logs", "metacontroller.log"), 20))
+// script runs a script of the repository, its stderr going to logPath (a
+// file, so that processes it leaves running never hold a pipe of ours).
+func script(ctx context.Context, repo, logPath string, env []string, name string, args ...string) (string, error) {
+	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return "", err
 	}
-	if err := run(ctx, t, repo, logPath, env, "hack/up.sh"); err != nil {
-		t.Fatalf("hack/up.sh: %v\n%s", err, upLogs())
-	}
-	if err := run(ctx, t, repo, logPath, env, "hack/walkthrough.sh"); err != nil {
-		t.Fatalf("hack/walkthrough.sh: %v\n%s", err, upLogs())
-	}
+	defer f.Close()
+	fmt.Fprintf(f, "\n==== %s %s %s\n", time.Now().Format(time.RFC3339), name, strings.Join(args, " "))
+	cmd := exec.CommandContext(ctx, filepath.Join(repo, name), args...)
+	cmd.Dir = repo
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stderr = f
+	cmd.WaitDelay = 10 * time.Second
+	out, err := cmd.Output()
+	return string(out), err
+}
 
-	var before beforeJSON
-	readJSON(t, out, "before.json", &before)
-	if before.NamespaceExists == nil || *before.NamespaceExists {
-		t.Errorf("before.json: namespace_exists = %v, want false (only the CRD installed)", deref(before.NamespaceExists))
+func tail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Sprintf("(%v)", err)
 	}
-	if before.UID == "" {
-		t.Error("before.json: no uid")
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
 	}
+	return strings.Join(lines, "\n")
+}
 
-	var gen generationJSON
-	readJSON(t, out, "generation.json", &gen)
-	if gen.GenAfterLabel != gen.GenInitial {
-		t.Errorf("generation.json: gen_after_label = %d, want gen_initial %d", gen.GenAfterLabel, gen.GenInitial)
-	}
-	if s := strings.TrimSpace(string(gen.StatusViaMain)); s != "null" {
-		t.Errorf("generation.json: status_via_main = %s, want null (status subresource)", s)
-	}
-	if gen.GenAfterSpec != gen.GenInitial+1 {
-		t.Errorf("generation.json: gen_after_spec = %d, want gen_initial+1 = %d", gen.GenAfterSpec, gen.GenInitial+1)
-	}
+func exists(path string) bool { _, err := os.Stat(path); return err == nil }
 
-	var rec reconcileJSON
-	readJSON(t, out, "reconcile.json", &rec)
-	if rec.SecondPassRVChanged == nil || *rec.SecondPassRVChanged {
-		t.Errorf("reconcile.json: second_pass_rv_changed = %v, want false", deref(rec.SecondPassRVChanged))
+// resyncOf is RESYNC_SECONDS or compositecontroller.yaml's period.
+func resyncOf(t *testing.T, w *walk) int64 {
+	if s := os.Getenv("RESYNC_SECONDS"); s != "" {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n < 0 {
+			t.Fatalf("RESYNC_SECONDS=%q: want whole seconds", s)
+		}
+		return n
 	}
-	if rec.QuotaUID == "" {
-		t.Error("reconcile.json: no quota_uid")
-	}
-	if rec.NamespaceOwnerUID != before.UID {
-		t.Errorf("reconcile.json: namespace_owner_uid = %q, want alpha's uid %q", rec.NamespaceOwnerUID, before.UID)
-	}
+	cc := w.controller(t)
+	n, _, _ := unstructured.NestedInt64(cc.Object, "spec", "resyncPeriodSeconds")
+	return n
+}
 
-	var drift driftJSON
-	readJSON(t, out, "drift.json", &drift)
-	if drift.RestoreSeconds == nil || *drift.RestoreSeconds != 0 {
-		t.Errorf("drift.json: restore_seconds = %v, want 0 (restored within a second)", deref(drift.RestoreSeconds))
+// controller is compositecontroller.yaml with its hook URLs at the setup's
+// hook, rendered where every script renders it (hack/lib.sh
+// compositecontroller_at), and the resync period of this run.
+func (w *walk) controller(t *testing.T) *unstructured.Unstructured {
+	t.Helper()
+	cmd := exec.Command("bash", "-c", `source hack/lib.sh && compositecontroller_at "$1"`, "-", w.env["TEAMSPACE_HOOK_URL"])
+	cmd.Dir = w.repo
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("compositecontroller_at: %v", err)
 	}
-	if drift.RestoreSecondsFractional == nil || *drift.RestoreSecondsFractional >= 1.0 {
-		t.Errorf("drift.json: restore_seconds_fractional = %v, want < 1.0", deref(drift.RestoreSecondsFractional))
+	var obj map[string]any
+	if err := yaml.Unmarshal(out, &obj); err != nil {
+		t.Fatal(err)
 	}
-	if drift.RestoredUID == "" || drift.RestoredUID == drift.DeletedUID {
-		t.Errorf("drift.json: restored_uid %q, want a new uid (deleted %q)", drift.RestoredUID, drift.DeletedUID)
+	cc := &unstructured.Unstructured{Object: obj}
+	if w.resync > 0 {
+		_ = unstructured.SetNestedField(cc.Object, w.resync, "spec", "resyncPeriodSeconds")
 	}
-	if drift.EditedTo != 99 || drift.RevertedTo != 6 {
-		t.Errorf("drift.json: edited_to %d reverted_to %d, want 99 and 6", drift.EditedTo, drift.RevertedTo)
-	}
+	return cc
+}
 
-	var cl cleanupJSON
-	readJSON(t, out, "cleanup.json", &cl)
-	if !cl.BlockedSeen {
-		t.Error("cleanup.json: blocked_seen = false, want true (deleted beta still there with the engine's finalizer)")
+// applyController creates or replaces the CompositeController.
+func (w *walk) applyController(t *testing.T) {
+	t.Helper()
+	cc := w.controller(t)
+	body, err := json.Marshal(cc.Object)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if !cl.NamespaceGone {
-		t.Error("cleanup.json: namespace_gone = false, want true")
-	}
-	if !cl.Archived {
-		t.Errorf("cleanup.json: archived = false, want true (a record with uid %s in the archive dir)", cl.UID)
-	}
-	if cl.Finalizer != engineFinalizer {
-		t.Errorf("cleanup.json: finalizer = %q, want %q", cl.Finalizer, engineFinalizer)
-	}
-	if !cl.ForeignFinalizer.Kept {
-		t.Error("cleanup.json: foreign_finalizer.kept = false, want true (example.com/keep survives the engine)")
-	}
-
-	var cu catchupJSON
-	readJSON(t, out, "catchup.json", &cu)
-	if cu.ObservedWhileStopped >= cu.Generation {
-		t.Errorf("catchup.json: observed_while_stopped = %d, want < generation %d", cu.ObservedWhileStopped, cu.Generation)
-	}
-	if cu.QuotaPodsWhileStopped != "6" {
-		t.Errorf("catchup.json: quota_pods_while_stopped = %q, want \"6\"", cu.QuotaPodsWhileStopped)
-	}
-	if cu.ObservedAfterStart != cu.Generation {
-		t.Errorf("catchup.json: observed_after_start = %d, want generation %d", cu.ObservedAfterStart, cu.Generation)
-	}
-	if cu.QuotaPodsAfterStart != "8" {
-		t.Errorf("catchup.json: quota_pods_after_start = %q, want \"8\"", cu.QuotaPodsAfterStart)
-	}
-
-	var rep reportJSON
-	readJSON(t, out, "report.json", &rep)
-	want := reportJSON{
-		CRDAloneCreatedNamespace:      false,
-		StatusBumpsGeneration:         false,
-		RestoreSeconds:                0,
-		Finalizer:                     engineFinalizer,
-		Archived:                      true,
-		GenerationsBehindWhileStopped: cu.Generation - cu.ObservedWhileStopped,
-		Trigger:                       "level",
-	}
-	if rep != want {
-		t.Errorf("report.json = %+v\nwant          %+v", rep, want)
-	}
-	if rep.GenerationsBehindWhileStopped < 1 {
-		t.Errorf("report.json: generations_behind_while_stopped = %d, want >= 1", rep.GenerationsBehindWhileStopped)
+	force := true
+	if _, err := w.dyn.Resource(compositeControllers).Patch(w.ctx, controllerName, types.ApplyPatchType, body,
+		metav1.PatchOptions{FieldManager: "walkthrough", Force: &force}); err != nil {
+		t.Fatalf("applying the CompositeController: %v", err)
 	}
 }
 
-func deref[T any](p *T) any {
-	if p == nil {
-		return "missing"
+// evidence writes one JSON evidence file for a reader.
+func (w *walk) evidence(t *testing.T, name string, v any) {
+	t.Helper()
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		t.Fatal(err)
 	}
-	return *p
+	if err := os.WriteFile(filepath.Join(w.out, name), append(b, '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s: %s", name, strings.Join(strings.Fields(string(b)), " "))
 }
+
+// poll calls cond every 50 ms until it holds; it returns when it first did.
+func (w *walk) poll(t *testing.T, desc string, cond func() bool) time.Time {
+	t.Helper()
+	deadline := time.Now().Add(w.timeout)
+	for !cond() {
+		if time.Now().After(deadline) || w.ctx.Err() != nil {
+			t.Fatalf("timed out after %s waiting for %s", w.timeout, desc)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return time.Now()
+}
+
+func (w *walk) teamSpace(name string) (*unstructured.Unstructured, error) {
+	return w.dyn.Resource(teamSpaces).Get(w.ctx, name, metav1.GetOptions{})
+}
+
+func (w *walk) mustTeamSpace(t *testing.T, name string) *unstructured.Unstructured {
+	t.Helper()
+	ts, err := w.teamSpace(name)
+	if err != nil {
+		t.Fatalf("TeamSpace %s: %v", name, err)
+	}
+	return ts
+}
+
+func (w *walk) createTeamSpace(t *testing.T, name string, pods int64, cpu string, finalizers ...string) *unstructured.Unstructured {
+	t.Helper()
+	spec := map[string]any{"pods": pods}
+	if cpu != "" {
+		spec["cpu"] = cpu
+	}
+	obj := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "platform.labhub.io/v1alpha1", "kind": "TeamSpace",
+		"metadata": map[string]any{"name": name}, "spec": spec,
+	}}
+	if len(finalizers) > 0 {
+		obj.SetFinalizers(finalizers)
+	}
+	ts, err := w.dyn.Resource(teamSpaces).Create(w.ctx, obj, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating TeamSpace %s: %v", name, err)
+	}
+	return ts
+}
+
+func (w *walk) patchTeamSpace(t *testing.T, name, patch string, subresources ...string) *unstructured.Unstructured {
+	t.Helper()
+	ts, err := w.dyn.Resource(teamSpaces).Patch(w.ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}, subresources...)
+	if err != nil {
+		t.Fatalf("patching TeamSpace %s with %s: %v", name, patch, err)
+	}
+	return ts
+}
+
+func (w *walk) gone(name string) bool {
+	_, err := w.teamSpace(name)
+	return apierrors.IsNotFound(err)
+}
+
+func (w *walk) namespace(name string) (*corev1.Namespace, bool) {
+	ns, err := w.kube.CoreV1().Namespaces().Get(w.ctx, name, metav1.GetOptions{})
+	return ns, err == nil
+}
+
+func (w *walk) quota(ns string) (*corev1.ResourceQuota, bool) {
+	q, err := w.kube.CoreV1().ResourceQuotas(ns).Get(w.ctx, quotaName, metav1.GetOptions{})
+	return q, err == nil
+}
+
+func hardPods(rl corev1.ResourceList) string {
+	q, ok := rl[corev1.ResourcePods]
+	if !ok {
+		return ""
+	}
+	return q.String()
+}
+
+func (w *walk) quotaPods(ns string) string {
+	if q, ok := w.quota(ns); ok {
+		return hardPods(q.Spec.Hard)
+	}
+	return ""
+}
+
+// observedCurrent: the engine has synced the TeamSpace's latest generation.
+func (w *walk) observedCurrent(name string) bool {
+	ts, err := w.teamSpace(name)
+	if err != nil {
+		return false
+	}
+	obs, _, _ := unstructured.NestedInt64(ts.Object, "status", "observedGeneration")
+	return obs == ts.GetGeneration()
+}
+
+func has(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// removeFinalizer drops one finalizer and keeps the others; the
+// resourceVersion in the patch guards against a concurrent change.
+func (w *walk) removeFinalizer(t *testing.T, name, finalizer string) {
+	t.Helper()
+	for i := 0; i < 5; i++ {
+		ts, err := w.teamSpace(name)
+		if apierrors.IsNotFound(err) || (err == nil && !has(ts.GetFinalizers(), finalizer)) {
+			return
+		}
+		if err == nil {
+			var keep []string
+			for _, f := range ts.GetFinalizers() {
+				if f != finalizer {
+					keep = append(keep, f)
+				}
+			}
+			patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": ts.GetResourceVersion(), "finalizers": keep}})
+			if _, err = w.dyn.Resource(teamSpaces).Patch(w.ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err == nil {
+				return
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("could not remove finalizer %s from TeamSpace %s", finalizer, name)
+}
+
+// engine stops or starts the engine of the setup.
+func (w *walk) engine(t *testing.T, action string) {
+	t.Helper()
+	cmdline := os.Getenv("ENGINE_" + strings.ToUpper(action))
+	var cmd *exec.Cmd
+	if cmdline != "" {
+		cmd = exec.CommandContext(w.ctx, "bash", "-c", cmdline)
+	} else {
+		cmd = exec.CommandContext(w.ctx, filepath.Join(w.repo, "hack", "up.sh"), "engine-"+action)
+		cmd.Env = append(os.Environ(), "TEAMSPACE_STATE="+w.env["TEAMSPACE_STATE"])
+	}
+	cmd.Dir = w.repo
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("engine %s: %v\n%s", action, err, out)
+	}
+}
+
+// watchQuotas watches the quotas of one namespace, timed on arrival.
+func (w *walk) watchQuotas(t *testing.T, ns string) *watchtiming.Watch {
+	t.Helper()
+	wt, err := watchtiming.StartWith[*corev1.ResourceQuotaList](w.ctx, w.kube.CoreV1().ResourceQuotas(ns), "")
+	return started(t, wt, err)
+}
+
+// watchNamespace watches one namespace by name.
+func (w *walk) watchNamespace(t *testing.T, name string) *watchtiming.Watch {
+	t.Helper()
+	sel := fields.OneTermEqualSelector("metadata.name", name).String()
+	wt, err := watchtiming.StartWith[*corev1.NamespaceList](w.ctx, w.kube.CoreV1().Namespaces(), sel)
+	return started(t, wt, err)
+}
+
+func started(t *testing.T, wt *watchtiming.Watch, err error) *watchtiming.Watch {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(wt.Stop)
+	return wt
+}
+
+// describe prints an event as kind letter, name, uid prefix and quota pods.
+func describe(e watchtiming.Event) string {
+	switch o := e.Object.(type) {
+	case *corev1.ResourceQuota:
+		return fmt.Sprintf("%s(%s %.8s pods=%s)", string(e.Type)[:1], o.Name, o.UID, hardPods(o.Spec.Hard))
+	case *corev1.Namespace:
+		return fmt.Sprintf("%s(%s %s)", string(e.Type)[:1], o.Name, o.Status.Phase)
+	}
+	return string(e.Type)
+}
+
+func seconds(d time.Duration) float64 { return float64(d.Microseconds()) / 1e6 }

@@ -1,6 +1,7 @@
 package golden
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"os"
@@ -89,16 +90,29 @@ func RequestOf(root, dir string) ([]byte, error) {
 }
 
 // MergePatch applies a JSON merge patch (RFC 7386) to doc: objects merge
-// key by key, null deletes a key, anything else replaces.
+// key by key, null deletes a key, anything else replaces. Numbers keep
+// their spelling ("4.0", 1e30), which is what some cases are about.
 func MergePatch(doc, patch []byte) ([]byte, error) {
-	var d, p any
-	if err := json.Unmarshal(doc, &d); err != nil {
+	d, err := decodeNumbers(doc)
+	if err != nil {
 		return nil, err
 	}
-	if err := json.Unmarshal(patch, &p); err != nil {
+	p, err := decodeNumbers(patch)
+	if err != nil {
 		return nil, err
 	}
 	return json.Marshal(mergeValue(d, p))
+}
+
+// decodeNumbers decodes JSON with numbers as json.Number.
+func decodeNumbers(b []byte) (any, error) {
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return nil, err
+	}
+	return v, nil
 }
 
 func mergeValue(doc, patch any) any {

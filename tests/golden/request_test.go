@@ -16,6 +16,7 @@ func TestMergePatch(t *testing.T) {
 		{"arrays replace", `{"a":[1,2,3]}`, `{"a":[4]}`, `{"a":[4]}`},
 		{"object replaces a scalar", `{"a":1}`, `{"a":{"b":null,"c":1}}`, `{"a":{"c":1}}`},
 		{"deleting a missing key", `{"a":1}`, `{"b":null}`, `{"a":1}`},
+		{"numbers keep their spelling", `{"a":1.50,"b":2}`, `{"c":4.0,"d":1000000000000000000000000000000}`, `{"a":1.50,"b":2,"c":4.0,"d":1000000000000000000000000000000}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := MergePatch([]byte(tc.doc), []byte(tc.patch))

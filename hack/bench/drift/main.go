@@ -19,7 +19,6 @@ import (
 	"fmt"
 	"log"
 	"os"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -28,10 +27,9 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/tools/cache"
-	watchtools "k8s.io/client-go/tools/watch"
 
 	"github.com/labhub/teamspace/hack/bench/internal/benchutil"
+	"github.com/labhub/teamspace/tests/watchtiming"
 )
 
 const quotaName = "team-quota"
@@ -102,7 +100,7 @@ type drift struct {
 	want    string
 	settle  time.Duration
 	timeout time.Duration
-	events  <-chan watch.Event
+	watch   *watchtiming.Watch
 }
 
 // setUp creates the TeamSpace (or sets its spec) and waits until it is Ready.
@@ -146,22 +144,12 @@ func hardPods(rl corev1.ResourceList) string {
 
 // startWatch watches the one quota, resuming after any watch closure.
 func (d *drift) startWatch(ctx context.Context) error {
-	quotas := d.c.Kube.CoreV1().ResourceQuotas(d.ns)
 	sel := fields.OneTermEqualSelector("metadata.name", quotaName).String()
-	list, err := quotas.List(ctx, metav1.ListOptions{FieldSelector: sel})
+	w, err := watchtiming.StartWith[*corev1.ResourceQuotaList](ctx, d.c.Kube.CoreV1().ResourceQuotas(d.ns), sel)
 	if err != nil {
 		return err
 	}
-	rw, err := watchtools.NewRetryWatcherWithContext(ctx, list.ResourceVersion, &cache.ListWatch{
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.FieldSelector = sel
-			return quotas.Watch(ctx, o)
-		},
-	})
-	if err != nil {
-		return err
-	}
-	d.events = rw.ResultChan()
+	d.watch = w
 	return nil
 }
 
@@ -171,40 +159,24 @@ func (d *drift) prepare(ctx context.Context) error {
 		return err
 	}
 	time.Sleep(d.settle)
-	for {
-		select {
-		case <-d.events:
-		default:
-			return nil
-		}
-	}
+	d.watch.Drain()
+	return nil
 }
 
 // await reads events until done says so; it returns the time since start
 // and a short trace of the events seen (A/M/D with spec pods and status pods).
 func (d *drift) await(start time.Time, done func(watch.EventType, *corev1.ResourceQuota) bool) (time.Duration, string, error) {
-	var trace []string
-	timer := time.NewTimer(d.timeout)
-	defer timer.Stop()
-	for {
-		select {
-		case ev, ok := <-d.events:
-			if !ok {
-				return 0, "", fmt.Errorf("watch closed")
-			}
-			q, isQuota := ev.Object.(*corev1.ResourceQuota)
-			if !isQuota {
-				return 0, "", fmt.Errorf("watch error: %v", ev.Object)
-			}
-			took := time.Since(start)
-			trace = append(trace, fmt.Sprintf("%s(%s/%s)@%s", string(ev.Type)[:1], hardPods(q.Spec.Hard), hardPods(q.Status.Hard), benchutil.Ms(took)))
-			if done(ev.Type, q) {
-				return took, strings.Join(trace, " "), nil
-			}
-		case <-timer.C:
-			return 0, "", fmt.Errorf("nothing within %s; events: %s", d.timeout, strings.Join(trace, " "))
+	_, took, trace, err := d.watch.Await(start, d.timeout, func(e watchtiming.Event) bool {
+		q, ok := e.Object.(*corev1.ResourceQuota)
+		return ok && done(e.Type, q)
+	}, func(e watchtiming.Event) string {
+		q, ok := e.Object.(*corev1.ResourceQuota)
+		if !ok {
+			return string(e.Type)
 		}
-	}
+		return fmt.Sprintf("%s(%s/%s)", string(e.Type)[:1], hardPods(q.Spec.Hard), hardPods(q.Status.Hard))
+	})
+	return took, trace, err
 }
 
 func (d *drift) restore(ctx context.Context) (time.Duration, string, error) {

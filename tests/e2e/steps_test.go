@@ -1,0 +1,402 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/labhub/teamspace/tests/watchtiming"
+)
+
+var names = []string{"alpha", "beta", "gamma", "delta"}
+
+// stepLeftovers removes what an earlier, interrupted run left (the
+// CompositeController is applied so that the engine can finalize them).
+func stepLeftovers(t *testing.T, w *walk) {
+	var left []string
+	for _, n := range names {
+		if !w.gone(n) {
+			left = append(left, n)
+		}
+	}
+	if len(left) > 0 {
+		t.Logf("leftover TeamSpaces %v: applying the CompositeController so the engine finalizes them", left)
+		w.applyController(t)
+		for _, n := range left {
+			w.removeFinalizer(t, n, keepFinalizer)
+			if err := w.dyn.Resource(teamSpaces).Delete(w.ctx, n, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				t.Fatal(err)
+			}
+		}
+		for _, n := range left {
+			w.poll(t, "leftover TeamSpace "+n+" to be gone (is the engine running?)", func() bool { return w.gone(n) })
+		}
+	}
+	for _, n := range names {
+		w.poll(t, "leftover namespace team-"+n+" to be gone", func() bool { _, ok := w.namespace("team-" + n); return !ok })
+	}
+}
+
+// stepOnlyTheCRD: without the CompositeController a TeamSpace is only
+// stored: no namespace, no finalizer, no status.
+func stepOnlyTheCRD(t *testing.T, w *walk) {
+	err := w.dyn.Resource(compositeControllers).Delete(w.ctx, controllerName, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+	w.poll(t, "the CompositeController to be gone", func() bool {
+		_, err := w.dyn.Resource(compositeControllers).Get(w.ctx, controllerName, metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	})
+	time.Sleep(2 * time.Second) // the engine drops its controller on the watch event
+	w.alphaUID = string(w.createTeamSpace(t, "alpha", 4, "").GetUID())
+	time.Sleep(w.observe)
+
+	alpha := w.mustTeamSpace(t, "alpha")
+	_, nsExists := w.namespace("team-alpha")
+	status, hasStatus := alpha.Object["status"]
+	if nsExists {
+		t.Error("namespace team-alpha exists with only the CRD installed")
+	}
+	if len(alpha.GetFinalizers()) > 0 || hasStatus {
+		t.Errorf("alpha was acted on with only the CRD: finalizers %v, status %v", alpha.GetFinalizers(), status)
+	}
+	w.report["crd_alone_created_namespace"] = nsExists
+	w.evidence(t, "before.json", map[string]any{
+		"uid": w.alphaUID, "namespace_exists": nsExists, "observed_seconds": w.observe.Seconds(),
+		"finalizers": alpha.GetFinalizers(), "status": status,
+	})
+}
+
+// stepGeneration: labels and status writes do not bump metadata.generation,
+// a spec change does, and a status patch on the main resource is dropped
+// (status subresource).
+func stepGeneration(t *testing.T, w *walk) {
+	gen := func() int64 { return w.mustTeamSpace(t, "alpha").GetGeneration() }
+	g0 := gen()
+	w.patchTeamSpace(t, "alpha", `{"metadata":{"labels":{"owner":"platform"}}}`)
+	g1 := gen()
+	w.patchTeamSpace(t, "alpha", `{"status":{"observedGeneration":7}}`)
+	alpha := w.mustTeamSpace(t, "alpha")
+	statusViaMain, hasStatus := alpha.Object["status"]
+	gStatus := alpha.GetGeneration()
+	w.patchTeamSpace(t, "alpha", `{"spec":{"pods":6}}`)
+	g2 := gen()
+	if g1 != g0 || gStatus != g0 {
+		t.Errorf("generation %d → %d after a label, %d after a status patch: want unchanged", g0, g1, gStatus)
+	}
+	if hasStatus {
+		t.Errorf("status patched via the main resource was stored: %v", statusViaMain)
+	}
+	if g2 != g0+1 {
+		t.Errorf("generation after a spec change = %d, want %d", g2, g0+1)
+	}
+	w.report["status_bumps_generation"] = gStatus != g1
+	w.evidence(t, "generation.json", map[string]any{
+		"uid": w.alphaUID, "gen_initial": g0, "gen_after_label": g1, "gen_after_status_patch": gStatus,
+		"gen_after_spec": g2, "status_via_main": statusViaMain,
+	})
+}
+
+// stepReconcile: the CompositeController converges alpha, and a second pass
+// over two resync periods changes no resourceVersion (no churn).
+func stepReconcile(t *testing.T, w *walk) {
+	t0 := time.Now()
+	w.applyController(t)
+	w.poll(t, "namespace team-alpha", func() bool { _, ok := w.namespace("team-alpha"); return ok })
+	w.poll(t, "quota team-alpha/team-quota with pods 6", func() bool { return w.quotaPods("team-alpha") == "6" })
+	converged := w.poll(t, "alpha's observedGeneration", func() bool { return w.observedCurrent("alpha") }).Sub(t0)
+	w.poll(t, "the quota controller's status on team-quota", func() bool {
+		q, ok := w.quota("team-alpha")
+		return ok && hardPods(q.Status.Hard) == hardPods(q.Spec.Hard)
+	})
+	time.Sleep(time.Second)
+
+	ns, _ := w.namespace("team-alpha")
+	owner := metav1.GetControllerOf(ns)
+	if owner == nil || string(owner.UID) != w.alphaUID || owner.Kind != "TeamSpace" {
+		t.Errorf("namespace team-alpha's controller = %+v, want TeamSpace alpha uid %s", owner, w.alphaUID)
+	}
+	if got := ns.Labels["platform.labhub.io/teamspace"]; got != "alpha" {
+		t.Errorf("namespace label platform.labhub.io/teamspace = %q, want alpha", got)
+	}
+	rvs := func() map[string]string {
+		ns, _ := w.namespace("team-alpha")
+		q, _ := w.quota("team-alpha")
+		return map[string]string{"teamspace": w.mustTeamSpace(t, "alpha").GetResourceVersion(), "namespace": ns.ResourceVersion, "quota": q.ResourceVersion}
+	}
+	before := rvs()
+	watched := time.Duration(2*w.resync+2) * time.Second
+	t.Logf("converged in %s; watching resourceVersions for %s (two resync periods)", converged.Round(time.Millisecond), watched)
+	time.Sleep(watched)
+	after := rvs()
+	changed := fmt.Sprint(before) != fmt.Sprint(after)
+	if changed {
+		t.Errorf("resourceVersions changed at steady state: %v → %v", before, after)
+	}
+	q, _ := w.quota("team-alpha")
+	w.evidence(t, "reconcile.json", map[string]any{
+		"quota_uid": q.UID, "namespace_owner_uid": ownerUID(owner), "second_pass_rv_changed": changed,
+		"teamspace_uid": w.alphaUID, "converge_seconds": seconds(converged), "resync_period_seconds": w.resync,
+		"watched_seconds": watched.Seconds(), "rv_before": before, "rv_after": after,
+	})
+}
+
+func ownerUID(ref *metav1.OwnerReference) string {
+	if ref == nil {
+		return ""
+	}
+	return string(ref.UID)
+}
+
+// stepNewTeamSpace: a new TeamSpace gets namespace and quota with nobody
+// acting, timed by watch events from just before the create request.
+func stepNewTeamSpace(t *testing.T, w *walk) {
+	nsWatch := w.watchNamespace(t, "team-gamma")
+	qWatch := w.watchQuotas(t, "team-gamma")
+	start := time.Now()
+	gamma := w.createTeamSpace(t, "gamma", 3, "")
+	_, nsTook, nsTrace, err := nsWatch.Await(start, w.timeout, func(e watchtiming.Event) bool { return e.Type == watch.Added }, describe)
+	if err != nil {
+		t.Fatalf("namespace team-gamma: %v", err)
+	}
+	_, qTook, qTrace, err := qWatch.Await(start, w.timeout, func(e watchtiming.Event) bool {
+		q, ok := e.Object.(*corev1.ResourceQuota)
+		return ok && e.Type == watch.Added && q.Name == quotaName
+	}, describe)
+	if err != nil {
+		t.Fatalf("quota team-gamma/team-quota: %v", err)
+	}
+	q, ok := w.quota("team-gamma")
+	if !ok || hardPods(q.Spec.Hard) != "3" || !hardIs(q.Spec.Hard, corev1.ResourceRequestsCPU, "1") {
+		t.Errorf("quota team-gamma/team-quota = %v, want pods 3 and requests.cpu 1 (the default)", q.Spec.Hard)
+	}
+	t.Logf("namespace events %s; quota events %s", nsTrace, qTrace)
+	if err := w.dyn.Resource(teamSpaces).Delete(w.ctx, "gamma", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	w.poll(t, "gamma to be gone", func() bool { return w.gone("gamma") })
+	w.evidence(t, "newspace.json", map[string]any{
+		"name": "gamma", "uid": gamma.GetUID(), "namespace_seconds": seconds(nsTook), "quota_seconds": seconds(qTook),
+		"measured": "one client-go watch each, from just before the create request to the namespace / quota ADDED event", "deleted": true,
+	})
+}
+
+func hardIs(rl corev1.ResourceList, name corev1.ResourceName, want string) bool {
+	q, ok := rl[name]
+	return ok && q.String() == want
+}
+
+// stepDrift: a deleted quota returns under a new uid, an edited one is
+// reverted, both timed by watch events from just before the request.
+func stepDrift(t *testing.T, w *walk) {
+	qWatch := w.watchQuotas(t, "team-alpha")
+	old, ok := w.quota("team-alpha")
+	if !ok {
+		t.Fatal("no quota in team-alpha")
+	}
+	start := time.Now()
+	if err := w.kube.CoreV1().ResourceQuotas("team-alpha").Delete(w.ctx, quotaName, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, restore, trace, err := qWatch.Await(start, w.timeout, func(e watchtiming.Event) bool {
+		q, ok := e.Object.(*corev1.ResourceQuota)
+		return ok && e.Type == watch.Added && q.UID != old.UID
+	}, describe)
+	if err != nil {
+		t.Fatalf("the deleted quota did not come back: %v", err)
+	}
+	t.Logf("restore: %s", trace)
+	restored, ok := w.quota("team-alpha")
+	if !ok || restored.UID == old.UID || hardPods(restored.Spec.Hard) != "6" {
+		t.Fatalf("quota after the delete: %v, want a new uid (deleted %s) with pods 6", restored, old.UID)
+	}
+
+	qWatch.Drain()
+	start = time.Now()
+	edited, err := w.kube.CoreV1().ResourceQuotas("team-alpha").Patch(w.ctx, quotaName, types.MergePatchType,
+		[]byte(`{"spec":{"hard":{"pods":"99"}}}`), metav1.PatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sawEdit := false
+	_, revert, trace, err := qWatch.Await(start, w.timeout, func(e watchtiming.Event) bool {
+		q, ok := e.Object.(*corev1.ResourceQuota)
+		if !ok {
+			return false
+		}
+		if hardPods(q.Spec.Hard) == "99" {
+			sawEdit = true
+		}
+		return sawEdit && hardPods(q.Spec.Hard) == "6"
+	}, describe)
+	if err != nil {
+		t.Fatalf("the edited quota was not reverted: %v", err)
+	}
+	t.Logf("revert: %s", trace)
+	if got := w.quotaPods("team-alpha"); got != "6" {
+		t.Errorf("quota pods after the revert = %q, want 6", got)
+	}
+	if restore >= time.Second || revert >= time.Second {
+		t.Errorf("restore %s, revert %s: want each within a second", restore, revert)
+	}
+	w.report["restore_seconds"] = int(restore.Seconds())
+	w.evidence(t, "drift.json", map[string]any{
+		"deleted_uid": old.UID, "restored_uid": restored.UID, "restore_seconds_fractional": seconds(restore),
+		"edited_to": hardPods(edited.Spec.Hard), "reverted_to": w.quotaPods("team-alpha"), "revert_seconds_fractional": seconds(revert),
+		"measured": "one client-go watch on team-alpha's quotas, from just before the delete / patch request to ADDED under a new uid / MODIFIED back to 6",
+	})
+}
+
+// stepDeletion: deleting waits for the engine's finalizer and archives the
+// uid before the namespace goes; another controller's finalizer is left
+// alone.
+func stepDeletion(t *testing.T, w *walk) {
+	w.createTeamSpace(t, "beta", 2, "500m")
+	w.poll(t, "quota team-beta/team-quota with pods 2", func() bool { return w.quotaPods("team-beta") == "2" })
+	w.poll(t, "beta's finalizer", func() bool {
+		ts, err := w.teamSpace("beta")
+		return err == nil && has(ts.GetFinalizers(), engineFinalizer)
+	})
+	betaUID := string(w.mustTeamSpace(t, "beta").GetUID())
+	t0 := time.Now()
+	if err := w.dyn.Resource(teamSpaces).Delete(w.ctx, "beta", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	seen, err := w.teamSpace("beta")
+	blocked := err == nil && seen.GetDeletionTimestamp() != nil && has(seen.GetFinalizers(), engineFinalizer)
+	if !blocked {
+		t.Errorf("right after the delete beta is %v (err %v): want it still there, deleting, with %s", seen, err, engineFinalizer)
+	}
+	goneAt := w.poll(t, "beta to be gone", func() bool { return w.gone("beta") })
+	_, nsLeft := w.namespace("team-beta")
+	if nsLeft {
+		t.Error("namespace team-beta still exists when TeamSpace beta is gone")
+	}
+	archiveFile, record := findRecord(w.env["TEAMSPACE_ARCHIVE_DIR"], betaUID)
+	if w.env["TEAMSPACE_ARCHIVE_DIR"] == "" {
+		t.Log("no archive directory known here (TEAMSPACE_ARCHIVE_DIR): the record is not checked")
+	} else if record == nil || record["name"] != "beta" || record["pods"] != float64(2) || record["cpu"] != "500m" {
+		t.Errorf("archive record of beta (uid %s) = %v in %s", betaUID, record, archiveFile)
+	}
+
+	w.createTeamSpace(t, "delta", 1, "", keepFinalizer)
+	w.poll(t, "delta's engine finalizer", func() bool {
+		ts, err := w.teamSpace("delta")
+		return err == nil && has(ts.GetFinalizers(), engineFinalizer)
+	})
+	w.poll(t, "namespace team-delta", func() bool { _, ok := w.namespace("team-delta"); return ok })
+	finBefore := w.mustTeamSpace(t, "delta").GetFinalizers()
+	if err := w.dyn.Resource(teamSpaces).Delete(w.ctx, "delta", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	w.poll(t, "the engine to drop its finalizer from delta", func() bool {
+		ts, err := w.teamSpace("delta")
+		return err == nil && !has(ts.GetFinalizers(), engineFinalizer)
+	})
+	time.Sleep(2 * time.Second)
+	after := w.mustTeamSpace(t, "delta")
+	kept := slices.Equal(after.GetFinalizers(), []string{keepFinalizer})
+	if !kept {
+		t.Errorf("delta's finalizers after the engine finalized = %v, want only %s", after.GetFinalizers(), keepFinalizer)
+	}
+	w.removeFinalizer(t, "delta", keepFinalizer)
+	w.poll(t, "delta to be gone once "+keepFinalizer+" is removed", func() bool { return w.gone("delta") })
+
+	w.report["finalizer"] = engineFinalizer
+	w.report["archived"] = record != nil
+	var seenBrief any
+	if seen != nil {
+		seenBrief = map[string]any{"deletionTimestamp": seen.GetDeletionTimestamp(), "finalizers": seen.GetFinalizers()}
+	}
+	w.evidence(t, "cleanup.json", map[string]any{
+		"uid": betaUID, "blocked_seen": blocked, "namespace_gone": !nsLeft, "finalizer": engineFinalizer,
+		"archived": record != nil, "seen_right_after_delete": seenBrief, "seconds_until_gone": seconds(goneAt.Sub(t0)),
+		"archive_file": archiveFile, "archive_record": record,
+		"foreign_finalizer": map[string]any{"name": "delta", "finalizers_before_delete": finBefore,
+			"after_engine_finalized": map[string]any{"deletionTimestamp": after.GetDeletionTimestamp(), "finalizers": after.GetFinalizers()},
+			"kept":                   kept, "gone_after_removing_it": true},
+	})
+}
+
+// findRecord finds the archive record of uid (nil if there is none).
+func findRecord(dir, uid string) (string, map[string]any) {
+	if dir == "" {
+		return "", nil
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				continue
+			}
+			var rec map[string]any
+			if json.Unmarshal(b, &rec) == nil && rec["uid"] == uid {
+				return f, rec
+			}
+		}
+		if time.Now().After(deadline) {
+			return "", nil
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// stepEngineStopped: with the engine stopped a spec change is not acted
+// on; once it runs again it catches up (level-triggered, nothing replayed).
+func stepEngineStopped(t *testing.T, w *walk) {
+	w.engine(t, "stop")
+	restarted := false
+	t.Cleanup(func() {
+		if !restarted {
+			w.engine(t, "start")
+		}
+	})
+	w.patchTeamSpace(t, "alpha", `{"spec":{"pods":8}}`)
+	time.Sleep(w.stopped)
+	alpha := w.mustTeamSpace(t, "alpha")
+	gen := alpha.GetGeneration()
+	obsStopped, _, _ := unstructured.NestedInt64(alpha.Object, "status", "observedGeneration")
+	qStopped := w.quotaPods("team-alpha")
+	if obsStopped >= gen || qStopped != "6" {
+		t.Errorf("engine stopped: observedGeneration %d of %d, quota pods %s: want behind and 6", obsStopped, gen, qStopped)
+	}
+	t0 := time.Now()
+	w.engine(t, "start")
+	restarted = true
+	w.poll(t, "alpha's observedGeneration after the restart", func() bool { return w.observedCurrent("alpha") })
+	caught := w.poll(t, "team-alpha quota pods 8", func() bool { return w.quotaPods("team-alpha") == "8" }).Sub(t0)
+	alpha = w.mustTeamSpace(t, "alpha")
+	obsAfter, _, _ := unstructured.NestedInt64(alpha.Object, "status", "observedGeneration")
+	trigger := "none seen"
+	if obsAfter == alpha.GetGeneration() && w.quotaPods("team-alpha") == "8" {
+		trigger = "level"
+	}
+	w.report["generations_behind_while_stopped"] = gen - obsStopped
+	w.report["trigger"] = trigger
+	w.evidence(t, "catchup.json", map[string]any{
+		"generation": gen, "observed_while_stopped": obsStopped, "quota_pods_while_stopped": qStopped,
+		"observed_after_start": obsAfter, "quota_pods_after_start": w.quotaPods("team-alpha"),
+		"stopped_seconds": w.stopped.Seconds(), "catch_up_seconds": seconds(caught),
+	})
+}
+
+// stepReport writes the summary for a reader; each value was checked
+// against the cluster by its step. alpha stays, to be looked at (step 0 of
+// the next run removes it).
+func stepReport(t *testing.T, w *walk) {
+	w.evidence(t, "report.json", w.report)
+}
