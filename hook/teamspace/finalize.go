@@ -61,7 +61,7 @@ func Finalize(r *Request, record string) *Response {
 	notDone := false
 	resp.Finalized = &notDone
 	resp.ResyncAfterSeconds = FinalizeResyncSeconds
-	resp.setReady(r, metav1.ConditionFalse, ReasonDeleting, fmt.Sprintf("archived as %s; waiting for %s to be deleted", record, strings.Join(r.remainingChildren(), " and ")))
+	resp.setReady(r, metav1.ConditionFalse, ReasonDeleting, fmt.Sprintf("archived as %s; waiting for %s to be deleted", record, strings.Join(r.remainingChildren(), ", ")))
 	return resp
 }
 

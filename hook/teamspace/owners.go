@@ -27,7 +27,10 @@ type Owner struct {
 }
 
 // parseOwners checks spec.owners as crd.yaml does: a known kind, a name,
-// a namespace for a ServiceAccount only, no entry twice.
+// a namespace for a ServiceAccount only, no name twice. Names must be
+// unique even across kinds: Metacontroller merges a list whose items all
+// have a "name" as a map keyed by it, so a User and a Group of the same
+// name would collapse into one subject.
 func parseOwners(raw json.RawMessage) ([]Owner, []string) {
 	if raw == nil || string(raw) == "null" {
 		return nil, nil
@@ -40,7 +43,7 @@ func parseOwners(raw json.RawMessage) ([]Owner, []string) {
 	if len(owners) > MaxOwners {
 		problems = append(problems, fmt.Sprintf("spec.owners has %d entries, at most %d", len(owners), MaxOwners))
 	}
-	seen := map[Owner]int{}
+	seen := map[string]int{}
 	for i, o := range owners {
 		field := fmt.Sprintf("spec.owners[%d]", i)
 		switch o.Kind {
@@ -63,10 +66,10 @@ func parseOwners(raw json.RawMessage) ([]Owner, []string) {
 		if o.Name == "" {
 			problems = append(problems, field+".name must not be empty")
 		}
-		if j, dup := seen[o]; dup {
-			problems = append(problems, fmt.Sprintf("%s is the same owner as spec.owners[%d]", field, j))
+		if j, dup := seen[o.Name]; dup && o.Name != "" {
+			problems = append(problems, fmt.Sprintf("%s.name %q is already spec.owners[%d]'s (each name once)", field, o.Name, j))
 		} else {
-			seen[o] = i
+			seen[o.Name] = i
 		}
 	}
 	return owners, problems
@@ -76,6 +79,10 @@ func parseOwners(raw json.RawMessage) ([]Owner, []string) {
 // namespace; subjects are written as the API server stores them (apiGroup
 // set for User and Group, none for a ServiceAccount).
 func desiredRoleBinding(teamspace string, owners []Owner) *unstructured.Unstructured {
+	return roleBindingWith(teamspace, ownerSubjects(owners))
+}
+
+func ownerSubjects(owners []Owner) []any {
 	subjects := make([]any, 0, len(owners))
 	for _, o := range owners {
 		s := map[string]any{"kind": o.Kind, "name": o.Name}
@@ -86,6 +93,10 @@ func desiredRoleBinding(teamspace string, owners []Owner) *unstructured.Unstruct
 		}
 		subjects = append(subjects, s)
 	}
+	return subjects
+}
+
+func roleBindingWith(teamspace string, subjects []any) *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": rbacGroup + "/v1",
 		"kind":       "RoleBinding",
@@ -93,4 +104,56 @@ func desiredRoleBinding(teamspace string, owners []Owner) *unstructured.Unstruct
 		"roleRef":    map[string]any{"apiGroup": rbacGroup, "kind": "ClusterRole", "name": OwnerRole},
 		"subjects":   subjects,
 	}}
+}
+
+// strangerSubjects handles subjects someone added by hand. The engine's
+// 3-way merge treats subjects as a map keyed by name and removes only
+// names its last-applied copy holds, so a name added by hand would stay
+// for ever. They are removed in two passes: while the last-applied copy
+// lacks one of them the answer includes them all (the engine records them,
+// an annotation-only write), and once it holds them the answer drops them
+// and the merge deletes them. It returns the subjects to answer and the
+// names being removed.
+func strangerSubjects(desired []any, observed *Object) ([]any, []string) {
+	if observed == nil {
+		return desired, nil
+	}
+	wanted := map[string]bool{}
+	for _, s := range desired {
+		wanted[subjectName(s)] = true
+	}
+	var extra []any
+	var names []string
+	for _, s := range asList(observed.Subjects) {
+		if n := subjectName(s); !wanted[n] {
+			extra = append(extra, s)
+			names = append(names, n)
+		}
+	}
+	if len(extra) == 0 {
+		return desired, nil
+	}
+	recorded := map[string]bool{}
+	if applied := lastApplied(observed); applied != nil {
+		for _, s := range asList(applied["subjects"]) {
+			recorded[subjectName(s)] = true
+		}
+	}
+	for _, n := range names {
+		if !recorded[n] {
+			return append(append([]any{}, desired...), extra...), names
+		}
+	}
+	return desired, names
+}
+
+func subjectName(s any) string {
+	m, _ := s.(map[string]any)
+	n, _ := m["name"].(string)
+	return n
+}
+
+func asList(v any) []any {
+	l, _ := v.([]any)
+	return l
 }

@@ -38,6 +38,14 @@ func Sync(r *Request) *Response {
 	desiredNS := desiredNamespace(name, spec.PodSecurity)
 	resp.Children = append(resp.Children, desiredNS)
 	inside := desiredInside(name, spec)
+	var strangers []string
+	for i, c := range inside {
+		if c.group == RoleBindingGroup {
+			var subjects []any
+			subjects, strangers = strangerSubjects(ownerSubjects(spec.Owners), r.observedInNamespace(RoleBindingGroup, RoleBindingName))
+			inside[i].obj = roleBindingWith(name, subjects)
+		}
+	}
 	if ns != nil && !isTerminating(ns) {
 		for _, c := range inside {
 			resp.Children = append(resp.Children, c.obj)
@@ -51,7 +59,7 @@ func Sync(r *Request) *Response {
 	case ns.Status.Phase != "Active":
 		resp.setReady(r, metav1.ConditionFalse, ReasonNamespaceNotActive, fmt.Sprintf("namespace %s is in phase %q, want Active", nsName, ns.Status.Phase))
 	default:
-		reason, problems := r.childProblems(desiredNS, inside)
+		reason, problems := r.childProblems(desiredNS, inside, strangers)
 		if len(problems) > 0 {
 			resp.setReady(r, metav1.ConditionFalse, reason, strings.Join(problems, "; "))
 			return resp
@@ -85,7 +93,7 @@ func desiredInside(name string, spec Spec) []child {
 
 // childProblems names every child that is pending, out of date or still to
 // be deleted; the reason is the first one's.
-func (r *Request) childProblems(desiredNS *unstructured.Unstructured, inside []child) (string, []string) {
+func (r *Request) childProblems(desiredNS *unstructured.Unstructured, inside []child, strangers []string) (string, []string) {
 	var reason string
 	var problems []string
 	add := func(rsn, msg string) {
@@ -115,6 +123,8 @@ func (r *Request) childProblems(desiredNS *unstructured.Unstructured, inside []c
 			continue
 		}
 		switch {
+		case c.group == RoleBindingGroup && len(strangers) > 0:
+			add(ReasonRoleBindingOutOfDate, fmt.Sprintf("RoleBinding %s has subjects the spec does not list (%s), removing them", ref, strings.Join(strangers, ", ")))
 		case o == nil:
 			add(kind+"Pending", fmt.Sprintf("waiting for %s %s to be created", kind, ref))
 		case !childMatches(c.group, c.obj, o):

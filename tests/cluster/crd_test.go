@@ -50,7 +50,8 @@ func TestValidation(t *testing.T) {
 		{"ServiceAccount owner without namespace", teamSpace("vosa-"+s, map[string]any{"pods": 3, "owners": []any{map[string]any{"kind": "ServiceAccount", "name": "ci"}}}), []string{"spec.owners[0].namespace", "required for a ServiceAccount"}},
 		{"User owner with namespace", teamSpace("vons-"+s, map[string]any{"pods": 3, "owners": []any{map[string]any{"kind": "User", "name": "ann", "namespace": "x"}}}), []string{"spec.owners[0].namespace", "not allowed for a User"}},
 		{"ServiceAccount owner with a bad name", teamSpace("vosan-"+s, map[string]any{"pods": 3, "owners": []any{map[string]any{"kind": "ServiceAccount", "name": "A_b", "namespace": "x"}}}), []string{"spec.owners[0].name", "DNS-1123 subdomain"}},
-		{"duplicate owners", teamSpace("vodup-"+s, map[string]any{"pods": 3, "owners": []any{map[string]any{"kind": "User", "name": "ann"}, map[string]any{"kind": "User", "name": "ann"}}}), []string{"spec.owners", "same owner twice"}},
+		{"duplicate owners", teamSpace("vodup-"+s, map[string]any{"pods": 3, "owners": []any{map[string]any{"kind": "User", "name": "ann"}, map[string]any{"kind": "User", "name": "ann"}}}), []string{"spec.owners", "same name twice"}},
+		{"same name for a User and a Group", teamSpace("vodupk-"+s, map[string]any{"pods": 3, "owners": []any{map[string]any{"kind": "User", "name": "ann"}, map[string]any{"kind": "Group", "name": "ann"}}}), []string{"spec.owners", "same name twice"}},
 		{"defaults.cpu above cpu", teamSpace("vdcpu-"+s, map[string]any{"pods": 3, "cpu": "1", "defaults": map[string]any{"cpu": "2"}}), []string{"spec.defaults.cpu", "must not exceed spec.cpu"}},
 		{"defaults.cpu 0", teamSpace("vdcpu0-"+s, map[string]any{"pods": 3, "defaults": map[string]any{"cpu": "0"}}), []string{"spec.defaults.cpu", "positive quantity"}},
 		{"memory 0", teamSpace("vmem0-"+s, map[string]any{"pods": 3, "memory": "0"}), []string{"spec.memory", "positive quantity"}},
@@ -130,7 +131,6 @@ func TestValidationNewFields(t *testing.T) {
 			map[string]any{"kind": "User", "name": "ann@example.com"},
 			map[string]any{"kind": "Group", "name": "devs"},
 			map[string]any{"kind": "ServiceAccount", "name": "ci", "namespace": "tools"},
-			map[string]any{"kind": "ServiceAccount", "name": "ci", "namespace": "other"},
 		},
 	}), "create", "-f", "-")
 	if got := mustKubectl(t, "", "get", "teamspace", full, "-o", "jsonpath={.spec.podSecurity} {.spec.networkIsolation} {.spec.owners[2].namespace}"); got != "restricted false tools" {
