@@ -117,7 +117,7 @@ func (r *Request) childProblems(desiredNS *unstructured.Unstructured, inside []c
 			switch {
 			case o == nil:
 				add(ReasonQuotaPending, fmt.Sprintf("waiting for ResourceQuota %s to be created with %s", ref, describeHard(want)))
-			case !hardMatches(o.Spec.Hard, want):
+			case !hardMatches(o.Spec.Hard, want) || hasUnwantedMemory(o.Spec.Hard, want):
 				add(ReasonQuotaOutOfDate, fmt.Sprintf("ResourceQuota %s has %s, updating to %s", ref, describeHard(o.Spec.Hard), describeHard(want)))
 			}
 			continue
@@ -240,4 +240,12 @@ func describeLabels(labels map[string]string) string {
 		return "<unset>"
 	}
 	return fmt.Sprintf("enforce=%s, enforce-version=%s", get(PodSecurityEnforceLabel), get(PodSecurityEnforceVersionLabel))
+}
+
+// hasUnwantedMemory: requests.memory is still in the quota though the spec
+// no longer sets spec.memory (the engine removes it on this pass).
+func hasUnwantedMemory(observed, want map[string]string) bool {
+	_, has := observed[hardMemory]
+	_, wanted := want[hardMemory]
+	return has && !wanted
 }
