@@ -58,14 +58,22 @@ func parseDefaults(raw json.RawMessage, spec *Spec) []string {
 }
 
 // share is total/pods rounded down to a millicore (milli) or a byte, at
-// least one, in the canonical form the API server stores.
+// least one, in the canonical form the API server stores. That is the
+// printed form after one more parse: a suffix-less number is read back as
+// decimal, so 320000 bytes computed in binary format ("320000") is stored
+// as "320k".
 func share(total resource.Quantity, pods int64, milli bool) string {
+	var q *resource.Quantity
 	if milli {
-		m := total.MilliValue() / pods
-		return resource.NewMilliQuantity(max(m, 1), resource.DecimalSI).String()
+		q = resource.NewMilliQuantity(max(total.MilliValue()/pods, 1), resource.DecimalSI)
+	} else {
+		q = resource.NewQuantity(max(total.Value()/pods, 1), total.Format)
 	}
-	b := total.Value() / pods
-	return resource.NewQuantity(max(b, 1), total.Format).String()
+	s := q.String()
+	if c, err := CanonicalQuantity(s); err == nil {
+		return c
+	}
+	return s
 }
 
 // overrideWithin checks a spec.defaults value: a positive quantity not above
