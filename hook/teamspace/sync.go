@@ -69,24 +69,26 @@ func Sync(r *Request) *Response {
 	return resp
 }
 
-// child is a desired child inside the team namespace.
+// child is a desired child inside the team namespace; hard is the quota's
+// limits (quota only).
 type child struct {
 	group, name string
 	obj         *unstructured.Unstructured
+	hard        map[string]string
 }
 
 // desiredInside lists the children inside the namespace a valid spec asks
 // for, in the order the status reports them.
 func desiredInside(name string, spec Spec) []child {
 	out := []child{
-		{QuotaGroup, QuotaName, desiredQuota(name, specHard(spec))},
-		{LimitRangeGroup, LimitRangeName, desiredLimitRange(name, spec)},
+		{group: QuotaGroup, name: QuotaName, obj: desiredQuota(name, specHard(spec)), hard: specHard(spec)},
+		{group: LimitRangeGroup, name: LimitRangeName, obj: desiredLimitRange(name, spec)},
 	}
 	if len(spec.Owners) > 0 {
-		out = append(out, child{RoleBindingGroup, RoleBindingName, desiredRoleBinding(name, spec.Owners)})
+		out = append(out, child{group: RoleBindingGroup, name: RoleBindingName, obj: desiredRoleBinding(name, spec.Owners)})
 	}
 	if spec.NetworkIsolation {
-		out = append(out, child{NetworkPolicyGroup, NetworkPolicyName, desiredNetworkPolicy(name)})
+		out = append(out, child{group: NetworkPolicyGroup, name: NetworkPolicyName, obj: desiredNetworkPolicy(name)})
 	}
 	return out
 }
@@ -113,7 +115,7 @@ func (r *Request) childProblems(desiredNS *unstructured.Unstructured, inside []c
 		ref := nsName + "/" + c.name
 		o := r.observedInNamespace(c.group, c.name)
 		if c.group == QuotaGroup {
-			want := specHard(mustSpecOf(c))
+			want := c.hard
 			switch {
 			case o == nil:
 				add(ReasonQuotaPending, fmt.Sprintf("waiting for ResourceQuota %s to be created with %s", ref, describeHard(want)))
@@ -145,16 +147,6 @@ func (r *Request) childProblems(desiredNS *unstructured.Unstructured, inside []c
 		}
 	}
 	return reason, problems
-}
-
-// mustSpecOf recovers the hard limits of a desired quota child.
-func mustSpecOf(c child) Spec {
-	hard, _ := field(c.obj.Object, "spec", "hard").(map[string]any)
-	s := Spec{}
-	s.Pods, _ = hard[hardPods].(string)
-	s.CPU, _ = hard[hardCPU].(string)
-	s.Memory, _ = hard[hardMemory].(string)
-	return s
 }
 
 // syncInvalid answers a spec that bypassed validation: every observed child
