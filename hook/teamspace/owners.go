@@ -75,13 +75,9 @@ func parseOwners(raw json.RawMessage) ([]Owner, []string) {
 	return owners, problems
 }
 
-// desiredRoleBinding binds the owners to ClusterRole admin in the team
-// namespace; subjects are written as the API server stores them (apiGroup
-// set for User and Group, none for a ServiceAccount).
-func desiredRoleBinding(teamspace string, owners []Owner) *unstructured.Unstructured {
-	return roleBindingWith(teamspace, ownerSubjects(owners))
-}
-
+// ownerSubjects are the owners as RoleBinding subjects, written as the API
+// server stores them (apiGroup set for User and Group, none for a
+// ServiceAccount).
 func ownerSubjects(owners []Owner) []any {
 	subjects := make([]any, 0, len(owners))
 	for _, o := range owners {
@@ -96,6 +92,8 @@ func ownerSubjects(owners []Owner) []any {
 	return subjects
 }
 
+// roleBindingWith is team-owners: the subjects bound to ClusterRole admin in
+// the team namespace.
 func roleBindingWith(teamspace string, subjects []any) *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": rbacGroup + "/v1",

@@ -37,15 +37,7 @@ func Sync(r *Request) *Response {
 
 	desiredNS := desiredNamespace(name, spec.PodSecurity)
 	resp.Children = append(resp.Children, desiredNS)
-	inside := desiredInside(name, spec)
-	var strangers []string
-	for i, c := range inside {
-		if c.group == RoleBindingGroup {
-			var subjects []any
-			subjects, strangers = strangerSubjects(ownerSubjects(spec.Owners), r.observedInNamespace(RoleBindingGroup, RoleBindingName))
-			inside[i].obj = roleBindingWith(name, subjects)
-		}
-	}
+	inside, strangers := desiredInside(name, spec, r.observedInNamespace(RoleBindingGroup, RoleBindingName))
 	if ns != nil && !isTerminating(ns) {
 		for _, c := range inside {
 			resp.Children = append(resp.Children, c.obj)
@@ -78,19 +70,23 @@ type child struct {
 }
 
 // desiredInside lists the children inside the namespace a valid spec asks
-// for, in the order the status reports them.
-func desiredInside(name string, spec Spec) []child {
+// for, in the order the status reports them, and the RoleBinding subjects
+// added by hand that are being removed (see strangerSubjects).
+func desiredInside(name string, spec Spec, observedRB *Object) ([]child, []string) {
 	out := []child{
 		{group: QuotaGroup, name: QuotaName, obj: desiredQuota(name, specHard(spec)), hard: specHard(spec)},
 		{group: LimitRangeGroup, name: LimitRangeName, obj: desiredLimitRange(name, spec)},
 	}
+	var strangers []string
 	if len(spec.Owners) > 0 {
-		out = append(out, child{group: RoleBindingGroup, name: RoleBindingName, obj: desiredRoleBinding(name, spec.Owners)})
+		var subjects []any
+		subjects, strangers = strangerSubjects(ownerSubjects(spec.Owners), observedRB)
+		out = append(out, child{group: RoleBindingGroup, name: RoleBindingName, obj: roleBindingWith(name, subjects)})
 	}
 	if spec.NetworkIsolation {
 		out = append(out, child{group: NetworkPolicyGroup, name: NetworkPolicyName, obj: desiredNetworkPolicy(name)})
 	}
-	return out
+	return out, strangers
 }
 
 // childProblems names every child that is pending, out of date or still to
