@@ -93,6 +93,26 @@ export PATH=${NODE_PATH} GOFLAGS=-mod=mod GOPROXY=off GOTOOLCHAIN=local
 PROFILE
 }
 
+# ensure_kine builds kine (SQLite needs cgo) into KINE_BIN's cache dir
+# unless it is there; the lock keeps concurrent runs to one build.
+ensure_kine() {
+	[[ -x "${KINE_BIN}" ]] && return 0
+	[[ "${KINE_BIN}" == "${TEAMSPACE_CACHE}/kine-v0.17.5/bin/kine" ]] || die "no kine at KINE_BIN=${KINE_BIN}"
+	local lock_fd dir="${KINE_BIN%/bin/kine}"
+	mkdir -p "${dir}"
+	exec {lock_fd}>"${dir}/build.lock"
+	flock "${lock_fd}"
+	if [[ ! -x "${KINE_BIN}" ]]; then
+		command -v gcc >/dev/null || apt_install gcc libc6-dev
+		log "building kine v0.17.5 into ${dir}/bin (go install, cgo)"
+		GOBIN="${dir}/bin.tmp" CGO_ENABLED=1 GOFLAGS=-mod=mod go install github.com/k3s-io/kine@v0.17.5 ||
+			die "building kine failed"
+		rm -rf "${dir:?}/bin"
+		mv "${dir}/bin.tmp" "${dir}/bin"
+	fi
+	exec {lock_fd}>&-
+}
+
 nspawn_pid() { pid_owned "${STATE}/nspawn.pid" systemd-nspawn; }
 
 # leader prints the node's PID 1 (as seen from the host).
@@ -118,7 +138,7 @@ boot() {
 	fi
 	command -v systemd-nspawn >/dev/null || apt_install systemd-container
 	[[ -x "${KUBE_BIN_DIR}/kube-apiserver" ]] || die "no Kubernetes binaries in ${KUBE_BIN_DIR} (hack/cluster.sh up builds them)"
-	[[ -x "${KINE_BIN}" ]] || die "no kine at ${KINE_BIN} (set KINE_BIN)"
+	ensure_kine
 	local binds=(
 		--bind-ro="${KUBE_BIN_DIR}:/opt/k8s/bin"
 		--bind-ro="$(dirname "${KINE_BIN}"):/opt/kine/bin"
