@@ -124,9 +124,10 @@ leader() {
 
 node_exec() {
 	local l
+	# KUBECONFIG: what k3s's kubectl reads without one.
 	l="$(leader)" || die "the node is not running (hack/node.sh up)"
 	nsenter --target="${l}" --mount --uts --ipc --net --pid --cgroup --root \
-		env -i PATH="${NODE_PATH}" HOME=/root TERM=dumb LANG=C.UTF-8 GOFLAGS=-mod=mod GOPROXY=off GOTOOLCHAIN=local \
+		env -i PATH="${NODE_PATH}" HOME=/root KUBECONFIG=/etc/rancher/k3s/k3s.yaml TERM=dumb LANG=C.UTF-8 GOFLAGS=-mod=mod GOPROXY=off GOTOOLCHAIN=local \
 		/bin/sh -c 'cd /root/teamspace 2>/dev/null || cd /; exec "$@"' node-exec "$@"
 }
 
