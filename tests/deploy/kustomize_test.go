@@ -302,3 +302,34 @@ func TestKustomizeCompositeControllerInSync(t *testing.T) {
 		t.Errorf("hooks %v: the patch replaces customize, sync and finalize; update compositecontroller-urls.yaml", hooks)
 	}
 }
+
+// TestKustomizeGuardrailsInSync: both overlays apply the guard rails of
+// hack/deploy/guardrails.yaml unchanged (the overlay holds a verbatim copy).
+func TestKustomizeGuardrailsInSync(t *testing.T) {
+	root := repoRoot(t)
+	orig, err := os.ReadFile(filepath.Join(root, "hack", "deploy", "guardrails.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, err := os.ReadFile(filepath.Join(root, "hack", "deploy", "kustomize", "in-cluster", "guardrails.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(orig, cp) {
+		t.Errorf("hack/deploy/kustomize/in-cluster/guardrails.yaml differs from hack/deploy/guardrails.yaml: run\n\tcp hack/deploy/guardrails.yaml hack/deploy/kustomize/in-cluster/")
+	}
+	want := readManifest(t, "hack/deploy/guardrails.yaml")
+	for _, dir := range []string{"hack/deploy/kustomize/in-cluster", "hack/deploy/kustomize/in-cluster-tls"} {
+		objs := kustomize(t, dir)
+		for _, kind := range []string{"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"} {
+			w, g := find(want, kind, "teamspace-guardrails"), find(objs, kind, "teamspace-guardrails")
+			if w == nil || g == nil {
+				t.Errorf("%s: %s teamspace-guardrails missing (in guardrails.yaml: %v)", dir, kind, w != nil)
+				continue
+			}
+			if !reflect.DeepEqual(w, g) {
+				t.Errorf("%s renders %s differently from hack/deploy/guardrails.yaml:\nwant %s\ngot  %s", dir, kind, jsonText(w), jsonText(g))
+			}
+		}
+	}
+}
