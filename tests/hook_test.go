@@ -183,3 +183,41 @@ func TestRecordedRequestsAreCopiedVerbatim(t *testing.T) {
 		}
 	}
 }
+
+// TestInvalidSpecKeepsEveryChild: for each hand-made case
+// sync/invalid-*-keeps-children (a bypassed bad spec on the steady TeamSpace
+// with every child), the answer holds every child of the steady answer
+// exactly: nothing dropped (the engine would delete it), nothing weakened.
+func TestInvalidSpecKeepsEveryChild(t *testing.T) {
+	dirs, _ := filepath.Glob(filepath.Join("testdata", "sync", "invalid-*-keeps-children"))
+	if len(dirs) == 0 {
+		t.Fatal("no sync/invalid-*-keeps-children cases")
+	}
+	_, steady := post(t, newHandler(t, t.TempDir()), "/sync", golden.Request(t, "testdata", filepath.Join("testdata", "sync", "recorded-delta-steady")))
+	want := childrenOf(t, steady)
+	if len(want) != 5 {
+		t.Fatalf("steady answer has %d children, want 5 (every child type)", len(want))
+	}
+	for _, dir := range dirs {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			_, body := post(t, newHandler(t, t.TempDir()), "/sync", golden.Request(t, "testdata", dir))
+			if !strings.Contains(string(body), `"reason":"InvalidSpec"`) {
+				t.Errorf("answer is not InvalidSpec: %s", body)
+			}
+			if diff := cmp.Diff(want, childrenOf(t, body)); diff != "" {
+				t.Errorf("children differ from the steady answer (-steady +invalid):\n%s", diff)
+			}
+		})
+	}
+}
+
+func childrenOf(t *testing.T, body []byte) []any {
+	t.Helper()
+	var resp struct {
+		Children []any `json:"children"`
+	}
+	if err := json.Unmarshal(body, &resp); err != nil {
+		t.Fatal(err)
+	}
+	return resp.Children
+}

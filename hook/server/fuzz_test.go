@@ -90,6 +90,10 @@ func checkChildren(t *testing.T, body []byte) {
 					t.Fatalf("quota %s=%q does not parse: %v", k, v, err)
 				}
 			}
+		case "LimitRange", "RoleBinding", "NetworkPolicy":
+			if errs := validation.IsDNS1123Label(c.Metadata.Namespace); len(errs) > 0 {
+				t.Fatalf("%s namespace %q: %v", c.Kind, c.Metadata.Namespace, errs)
+			}
 		default:
 			t.Fatalf("unexpected child kind %q", c.Kind)
 		}

@@ -123,7 +123,7 @@ func TestBadInput(t *testing.T) {
 		{name: "pods negative", path: "/sync", body: mutate(t, steady, func(m map[string]any) { spec(m)["pods"] = -1 }), wantCode: 200, wantInBody: "spec.pods must be from 1 to 50"},
 		{name: "pods huge", path: "/sync", body: mutate(t, steady, func(m map[string]any) { spec(m)["pods"] = 1e300 }), wantCode: 200, wantInBody: "spec.pods must be from 1 to 50"},
 		{name: "cpu invalid", path: "/sync", body: mutate(t, steady, func(m map[string]any) { spec(m)["cpu"] = "lots" }), wantCode: 200, wantInBody: `spec.cpu \"lots\" is not a quantity`},
-		{name: "unknown fields are ignored", path: "/sync", body: mutate(t, steady, func(m map[string]any) { m["newEngineField"] = []any{1, 2}; meta(m)["newMetaField"] = true }), wantCode: 200, wantInBody: `"status":"True"`},
+		{name: "unknown fields are ignored", path: "/sync", body: mutate(t, steady, func(m map[string]any) { m["newEngineField"] = []any{1, 2}; meta(m)["newMetaField"] = true }), wantCode: 200, wantInBody: `"spec":{"hard":{"pods":"3","requests.cpu":"500m"}}`},
 	}
 	srv, dir := newTestServer(t, "")
 	for _, tt := range tests {

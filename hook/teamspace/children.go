@@ -8,19 +8,39 @@ import (
 
 // Quota keys the hook owns in ResourceQuota spec.hard.
 const (
-	hardPods = "pods"
-	hardCPU  = "requests.cpu"
+	hardPods   = "pods"
+	hardCPU    = "requests.cpu"
+	hardMemory = "requests.memory"
 )
 
-// desiredNamespace is the team namespace with only the fields the hook owns;
-// the engine adds its ownerReference and controller-uid label itself.
-func desiredNamespace(teamspace string) *unstructured.Unstructured {
+// hardKeys are the quota keys the hook owns, in message order.
+var hardKeys = []string{hardPods, hardCPU, hardMemory}
+
+// Pod Security admission labels of the team namespace.
+const (
+	PodSecurityEnforceLabel        = "pod-security.kubernetes.io/enforce"
+	PodSecurityEnforceVersionLabel = "pod-security.kubernetes.io/enforce-version"
+)
+
+// desiredNamespace is the team namespace with only the fields the hook owns:
+// its TeamSpace label and the Pod Security level it enforces (always the
+// latest version of the standard). The engine adds its ownerReference and
+// controller-uid label itself.
+func desiredNamespace(teamspace, podSecurity string) *unstructured.Unstructured {
+	return namespaceWithLabels(teamspace, map[string]any{
+		TeamSpaceLabel:                 teamspace,
+		PodSecurityEnforceLabel:        podSecurity,
+		PodSecurityEnforceVersionLabel: "latest",
+	})
+}
+
+func namespaceWithLabels(teamspace string, labels map[string]any) *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "v1",
 		"kind":       "Namespace",
 		"metadata": map[string]any{
 			"name":   NamespaceName(teamspace),
-			"labels": map[string]any{TeamSpaceLabel: teamspace},
+			"labels": labels,
 		},
 	}}
 }
@@ -47,7 +67,11 @@ func desiredQuota(teamspace string, hard map[string]string) *unstructured.Unstru
 
 // specHard is the quota a valid spec asks for.
 func specHard(s Spec) map[string]string {
-	return map[string]string{hardPods: s.Pods, hardCPU: s.CPU}
+	hard := map[string]string{hardPods: s.Pods, hardCPU: s.CPU}
+	if s.Memory != "" {
+		hard[hardMemory] = s.Memory
+	}
+	return hard
 }
 
 // keptHard is the quota to keep while the spec is invalid: what the engine
@@ -63,7 +87,7 @@ func keptHard(quota *Object) map[string]string {
 		}
 	}
 	hard := map[string]string{}
-	for _, k := range []string{hardPods, hardCPU} {
+	for _, k := range hardKeys {
 		v, ok := source[k]
 		if !ok {
 			continue

@@ -19,7 +19,21 @@ const (
 	ReasonNamespaceNotActive   = "NamespaceNotActive"
 	ReasonQuotaPending         = "QuotaPending"
 	ReasonQuotaOutOfDate       = "QuotaOutOfDate"
-	ReasonDeleting             = "Deleting"
+	// ReasonNamespaceOutOfDate: the namespace's labels (Pod Security)
+	// differ from the spec.
+	ReasonNamespaceOutOfDate = "NamespaceOutOfDate"
+	// LimitRange, RoleBinding and NetworkPolicy report <Kind>Pending and
+	// <Kind>OutOfDate, e.g. RoleBindingPending.
+	ReasonLimitRangePending      = "LimitRangePending"
+	ReasonLimitRangeOutOfDate    = "LimitRangeOutOfDate"
+	ReasonRoleBindingPending     = "RoleBindingPending"
+	ReasonRoleBindingOutOfDate   = "RoleBindingOutOfDate"
+	ReasonNetworkPolicyPending   = "NetworkPolicyPending"
+	ReasonNetworkPolicyOutOfDate = "NetworkPolicyOutOfDate"
+	// ReasonChildRemoving: a child the spec no longer asks for (owners
+	// removed, networkIsolation false) is still there.
+	ReasonChildRemoving = "ChildRemoving"
+	ReasonDeleting      = "Deleting"
 )
 
 // readyCondition builds the Ready condition. lastTransitionTime keeps its old

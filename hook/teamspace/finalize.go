@@ -3,6 +3,7 @@ package teamspace
 import (
 	"encoding/json"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -60,7 +61,7 @@ func Finalize(r *Request, record string) *Response {
 	notDone := false
 	resp.Finalized = &notDone
 	resp.ResyncAfterSeconds = FinalizeResyncSeconds
-	resp.setReady(r, metav1.ConditionFalse, ReasonDeleting, fmt.Sprintf("archived as %s; waiting for %s to be deleted", record, strings.Join(r.remainingChildren(), " and ")))
+	resp.setReady(r, metav1.ConditionFalse, ReasonDeleting, fmt.Sprintf("archived as %s; waiting for %s to be deleted", record, strings.Join(r.remainingChildren(), ", ")))
 	return resp
 }
 
@@ -74,8 +75,13 @@ func (r *Request) remainingChildren() []string {
 		}
 		out = append(out, fmt.Sprintf("namespace %s (%s)", ns.Metadata.Name, state))
 	}
-	for _, group := range []string{NamespaceGroup, QuotaGroup} {
+	for _, group := range childGroups {
+		keys := make([]string, 0, len(r.Children[group]))
 		for key := range r.Children[group] {
+			keys = append(keys, key)
+		}
+		sort.Strings(keys)
+		for _, key := range keys {
 			if group == NamespaceGroup && key == NamespaceName(r.Parent.Metadata.Name) {
 				continue
 			}

@@ -30,8 +30,11 @@ const (
 
 	// NamespaceGroup and QuotaGroup are the keys of children and related
 	// objects in a request (kind.version, as the engine writes them).
-	NamespaceGroup = "Namespace.v1"
-	QuotaGroup     = "ResourceQuota.v1"
+	NamespaceGroup     = "Namespace.v1"
+	QuotaGroup         = "ResourceQuota.v1"
+	LimitRangeGroup    = "LimitRange.v1"
+	RoleBindingGroup   = "RoleBinding.rbac.authorization.k8s.io/v1"
+	NetworkPolicyGroup = "NetworkPolicy.networking.k8s.io/v1"
 )
 
 // Request is what the engine sends to the sync, finalize and customize hooks.
@@ -69,8 +72,18 @@ type Object struct {
 	Metadata   Meta   `json:"metadata"`
 	Spec       struct {
 		Hard map[string]string `json:"hard"`
+		// LimitRange
+		Limits any `json:"limits,omitempty"`
+		// NetworkPolicy
+		PodSelector any `json:"podSelector,omitempty"`
+		PolicyTypes any `json:"policyTypes,omitempty"`
+		Ingress     any `json:"ingress,omitempty"`
+		Egress      any `json:"egress,omitempty"`
 	} `json:"spec"`
-	Status struct {
+	// RoleBinding
+	RoleRef  any `json:"roleRef,omitempty"`
+	Subjects any `json:"subjects,omitempty"`
+	Status   struct {
 		Phase string `json:"phase"`
 	} `json:"status"`
 }
@@ -87,6 +100,7 @@ type Meta struct {
 	Generation        int64                   `json:"generation,omitempty"`
 	CreationTimestamp metav1.Time             `json:"creationTimestamp"`
 	DeletionTimestamp *metav1.Time            `json:"deletionTimestamp,omitempty"`
+	Labels            map[string]string       `json:"labels,omitempty"`
 	Annotations       map[string]string       `json:"annotations,omitempty"`
 	OwnerReferences   []metav1.OwnerReference `json:"ownerReferences,omitempty"`
 	// ManagedFields keeps only each entry's time (see observedAt).
@@ -108,7 +122,14 @@ func (r *Request) observedNamespace() *Object {
 }
 
 func (r *Request) observedQuota() *Object {
-	return r.Children[QuotaGroup][NamespaceName(r.Parent.Metadata.Name)+"/"+QuotaName]
+	return r.observedInNamespace(QuotaGroup, QuotaName)
+}
+
+// observedInNamespace finds a child of the team namespace. A request
+// recorded before the controller declared a child type has no key for it:
+// that is the same as none observed.
+func (r *Request) observedInNamespace(group, name string) *Object {
+	return r.Children[group][NamespaceName(r.Parent.Metadata.Name)+"/"+name]
 }
 
 // relatedNamespace is namespace team-<name> as the customize hook asked the

@@ -25,7 +25,24 @@ const (
 type Spec struct {
 	Pods string // e.g. "4"
 	CPU  string // e.g. "500m" for "0.5"
+	// Memory is requests.memory of the quota, "" when spec.memory is unset
+	// (then no memory key appears in any child).
+	Memory string
+	// DefaultCPU and DefaultMemory are the LimitRange's container
+	// defaultRequest (DefaultMemory "" without Memory).
+	DefaultCPU, DefaultMemory string
+	// Owners are the subjects of RoleBinding team-owners, in spec order.
+	Owners []Owner
+	// PodSecurity is the namespace's enforced Pod Security level.
+	PodSecurity string
+	// NetworkIsolation asks for NetworkPolicy team-isolation.
+	NetworkIsolation bool
 }
+
+// Pod Security levels of spec.podSecurity.
+const DefaultPodSecurity = "baseline"
+
+var podSecurityLevels = []string{"privileged", "baseline", "restricted"}
 
 // SpecError lists everything wrong with a spec, each problem naming its field.
 type SpecError struct{ Problems []string }
@@ -56,6 +73,27 @@ func ParseSpec(raw json.RawMessage) (Spec, error) {
 		problems = append(problems, "spec.cpu "+err.Error())
 	}
 	spec.CPU = cpu
+	mem, err := parseMemory(fields["memory"])
+	if err != nil {
+		problems = append(problems, "spec.memory "+err.Error())
+	}
+	spec.Memory = mem
+	if err == nil && spec.Pods != "" && spec.CPU != "" {
+		problems = append(problems, parseDefaults(fields["defaults"], &spec)...)
+	}
+	owners, ownerProblems := parseOwners(fields["owners"])
+	spec.Owners = owners
+	problems = append(problems, ownerProblems...)
+	level, err := parsePodSecurity(fields["podSecurity"])
+	if err != nil {
+		problems = append(problems, "spec.podSecurity "+err.Error())
+	}
+	spec.PodSecurity = level
+	iso, err := parseNetworkIsolation(fields["networkIsolation"])
+	if err != nil {
+		problems = append(problems, "spec.networkIsolation "+err.Error())
+	}
+	spec.NetworkIsolation = iso
 	if len(problems) > 0 {
 		return Spec{}, &SpecError{problems}
 	}
@@ -105,4 +143,42 @@ func CanonicalQuantity(s string) (string, error) {
 		return "", fmt.Errorf("%q must be positive", s)
 	}
 	return q.String(), nil
+}
+
+// parseMemory reads the optional spec.memory: "" when unset.
+func parseMemory(raw json.RawMessage) (string, error) {
+	if raw == nil || string(raw) == "null" {
+		return "", nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return "", fmt.Errorf("must be a quantity string such as \"512Mi\" or \"2Gi\", got %s", raw)
+	}
+	return CanonicalQuantity(s)
+}
+
+func parsePodSecurity(raw json.RawMessage) (string, error) {
+	if raw == nil || string(raw) == "null" {
+		return DefaultPodSecurity, nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		for _, l := range podSecurityLevels {
+			if s == l {
+				return s, nil
+			}
+		}
+	}
+	return "", fmt.Errorf("must be one of %s, got %s", strings.Join(podSecurityLevels, ", "), raw)
+}
+
+func parseNetworkIsolation(raw json.RawMessage) (bool, error) {
+	if raw == nil || string(raw) == "null" {
+		return true, nil
+	}
+	var b bool
+	if err := json.Unmarshal(raw, &b); err != nil {
+		return false, fmt.Errorf("must be true or false, got %s", raw)
+	}
+	return b, nil
 }

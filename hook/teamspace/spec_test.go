@@ -2,6 +2,7 @@ package teamspace
 
 import (
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -38,11 +39,16 @@ func TestCanonicalQuantity(t *testing.T) {
 				}
 				return
 			}
-			if err != nil || got != tt.want {
+			if err != nil || !reflect.DeepEqual(got, tt.want) {
 				t.Fatalf("CanonicalQuantity(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
 			}
 		})
 	}
+}
+
+// seed is a spec with only pods and cpu, and so every new field's default.
+func seed(pods, cpu, defaultCPU string) Spec {
+	return Spec{Pods: pods, CPU: cpu, DefaultCPU: defaultCPU, PodSecurity: DefaultPodSecurity, NetworkIsolation: true}
 }
 
 func TestParseSpec(t *testing.T) {
@@ -52,11 +58,45 @@ func TestParseSpec(t *testing.T) {
 		want    Spec
 		wantErr []string
 	}{
-		{name: "pods and cpu", raw: `{"pods":4,"cpu":"0.5"}`, want: Spec{Pods: "4", CPU: "500m"}},
-		{name: "cpu defaults to 1", raw: `{"pods":1}`, want: Spec{Pods: "1", CPU: "1"}},
-		{name: "pods 50", raw: `{"pods":50,"cpu":"1000m"}`, want: Spec{Pods: "50", CPU: "1"}},
-		{name: "integral float", raw: `{"pods":4.0}`, want: Spec{Pods: "4", CPU: "1"}},
-		{name: "unknown fields ignored", raw: `{"pods":2,"extra":true}`, want: Spec{Pods: "2", CPU: "1"}},
+		{name: "pods and cpu", raw: `{"pods":4,"cpu":"0.5"}`, want: seed("4", "500m", "125m")},
+		{name: "cpu defaults to 1", raw: `{"pods":1}`, want: seed("1", "1", "1")},
+		{name: "pods 50", raw: `{"pods":50,"cpu":"1000m"}`, want: seed("50", "1", "20m")},
+		{name: "integral float", raw: `{"pods":4.0}`, want: seed("4", "1", "250m")},
+		{name: "unknown fields ignored", raw: `{"pods":2,"extra":true}`, want: seed("2", "1", "500m")},
+		{name: "default request rounded down", raw: `{"pods":3,"cpu":"1"}`, want: seed("3", "1", "333m")},
+		{name: "default request at least 1m", raw: `{"pods":50,"cpu":"10m"}`, want: seed("50", "10m", "1m")},
+		{name: "defaults.cpu overrides", raw: `{"pods":4,"cpu":"2","defaults":{"cpu":"0.1"}}`, want: seed("4", "2", "100m")},
+		{name: "defaults.cpu equal to cpu", raw: `{"pods":4,"cpu":"2","defaults":{"cpu":"2000m"}}`, want: seed("4", "2", "2")},
+		{name: "memory", raw: `{"pods":4,"memory":"2Gi"}`, want: func() Spec { s := seed("4", "1", "250m"); s.Memory, s.DefaultMemory = "2Gi", "512Mi"; return s }()},
+		{name: "memory decimal rounded down to a byte", raw: `{"pods":3,"memory":"1G"}`, want: func() Spec { s := seed("3", "1", "333m"); s.Memory, s.DefaultMemory = "1G", "333333333"; return s }()},
+		{name: "defaults.memory", raw: `{"pods":4,"memory":"2Gi","defaults":{"memory":"256Mi"}}`, want: func() Spec { s := seed("4", "1", "250m"); s.Memory, s.DefaultMemory = "2Gi", "256Mi"; return s }()},
+		{name: "owners", raw: `{"pods":1,"owners":[{"kind":"User","name":"ann"},{"kind":"Group","name":"devs"},{"kind":"ServiceAccount","name":"ci","namespace":"tools"}]}`,
+			want: func() Spec {
+				s := seed("1", "1", "1")
+				s.Owners = []Owner{{Kind: "User", Name: "ann"}, {Kind: "Group", Name: "devs"}, {Kind: "ServiceAccount", Name: "ci", Namespace: "tools"}}
+				return s
+			}()},
+		{name: "restricted without isolation", raw: `{"pods":1,"podSecurity":"restricted","networkIsolation":false}`,
+			want: func() Spec {
+				s := seed("1", "1", "1")
+				s.PodSecurity, s.NetworkIsolation = "restricted", false
+				return s
+			}()},
+		{name: "owner kind unknown", raw: `{"pods":1,"owners":[{"kind":"Robot","name":"r"}]}`, wantErr: []string{"spec.owners[0].kind must be one of User, Group, ServiceAccount"}},
+		{name: "owner name empty", raw: `{"pods":1,"owners":[{"kind":"User","name":""}]}`, wantErr: []string{"spec.owners[0].name must not be empty"}},
+		{name: "service account without namespace", raw: `{"pods":1,"owners":[{"kind":"ServiceAccount","name":"ci"}]}`, wantErr: []string{"spec.owners[0].namespace is required"}},
+		{name: "user with namespace", raw: `{"pods":1,"owners":[{"kind":"User","name":"ann","namespace":"x"}]}`, wantErr: []string{"spec.owners[0].namespace is only allowed"}},
+		{name: "duplicate owners", raw: `{"pods":1,"owners":[{"kind":"User","name":"ann"},{"kind":"User","name":"ann"}]}`, wantErr: []string{`spec.owners[1].name "ann" is already spec.owners[0]'s`}},
+		{name: "same name for two kinds", raw: `{"pods":1,"owners":[{"kind":"User","name":"ci"},{"kind":"ServiceAccount","name":"ci","namespace":"x"}]}`, wantErr: []string{`spec.owners[1].name "ci" is already spec.owners[0]'s`}},
+		{name: "owners not a list", raw: `{"pods":1,"owners":{"kind":"User"}}`, wantErr: []string{"spec.owners must be a list"}},
+		{name: "defaults.cpu above cpu", raw: `{"pods":4,"cpu":"1","defaults":{"cpu":"2"}}`, wantErr: []string{"spec.defaults.cpu \"2\" must not exceed spec.cpu"}},
+		{name: "defaults.cpu zero", raw: `{"pods":4,"defaults":{"cpu":"0"}}`, wantErr: []string{"spec.defaults.cpu \"0\" must be positive"}},
+		{name: "defaults.memory without memory", raw: `{"pods":4,"defaults":{"memory":"1Gi"}}`, wantErr: []string{"spec.defaults.memory needs spec.memory"}},
+		{name: "defaults.memory above memory", raw: `{"pods":4,"memory":"1Gi","defaults":{"memory":"2Gi"}}`, wantErr: []string{"spec.defaults.memory \"2Gi\" must not exceed spec.memory"}},
+		{name: "memory zero", raw: `{"pods":4,"memory":"0"}`, wantErr: []string{"spec.memory \"0\" must be positive"}},
+		{name: "memory lots", raw: `{"pods":4,"memory":"lots"}`, wantErr: []string{"spec.memory \"lots\" is not a quantity"}},
+		{name: "podSecurity open", raw: `{"pods":4,"podSecurity":"open"}`, wantErr: []string{"spec.podSecurity must be one of privileged, baseline, restricted, got \"open\""}},
+		{name: "networkIsolation not a bool", raw: `{"pods":4,"networkIsolation":"no"}`, wantErr: []string{"spec.networkIsolation must be true or false"}},
 		{name: "missing", raw: ``, wantErr: []string{"spec is missing"}},
 		{name: "null", raw: `null`, wantErr: []string{"spec is missing"}},
 		{name: "not an object", raw: `[1]`, wantErr: []string{"spec must be an object"}},
@@ -84,7 +124,7 @@ func TestParseSpec(t *testing.T) {
 				}
 				return
 			}
-			if err != nil || got != tt.want {
+			if err != nil || !reflect.DeepEqual(got, tt.want) {
 				t.Fatalf("ParseSpec(%s) = %+v, %v; want %+v", tt.raw, got, err, tt.want)
 			}
 		})

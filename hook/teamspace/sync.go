@@ -2,21 +2,25 @@ package teamspace
 
 import (
 	"fmt"
+	"sort"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // Sync computes the desired children and status of a TeamSpace from what the
 // engine observed. The request must have passed Validate.
 //
-// The quota is asked for only once the namespace exists and is not
-// terminating: creating it earlier fails and costs a retry with backoff.
-// An invalid spec never removes or weakens what exists: the quota the engine
-// last applied is answered again until the spec is fixed.
+// The children inside the namespace (quota, LimitRange, RoleBinding,
+// NetworkPolicy) are asked for only once the namespace exists and is not
+// terminating: creating them earlier fails and costs a retry with backoff.
+// An invalid spec never removes or weakens what exists: every child the
+// engine last applied is answered again until the spec is fixed.
 func Sync(r *Request) *Response {
 	name := r.Parent.Metadata.Name
 	nsName := NamespaceName(name)
-	ns, quota := r.observedNamespace(), r.observedQuota()
+	ns := r.observedNamespace()
 	resp := newResponse(r)
 
 	if ns == nil {
@@ -26,24 +30,19 @@ func Sync(r *Request) *Response {
 		}
 	}
 
-	resp.Children = append(resp.Children, desiredNamespace(name))
 	spec, err := ParseSpec(r.Parent.Spec)
 	if err != nil {
-		msg := fmt.Sprintf("invalid spec: %v; no quota is created until it is fixed", err)
-		if quota != nil {
-			hard := keptHard(quota)
-			resp.Children = append(resp.Children, desiredQuota(name, hard))
-			msg = fmt.Sprintf("invalid spec: %v; keeping quota %s until it is fixed", err, describeHard(hard))
-		}
-		resp.setReady(r, metav1.ConditionFalse, ReasonInvalidSpec, msg)
-		return resp
+		return syncInvalid(r, resp, err)
 	}
 
-	want := specHard(spec)
+	desiredNS := desiredNamespace(name, spec.PodSecurity)
+	resp.Children = append(resp.Children, desiredNS)
+	inside, strangers := desiredInside(name, spec, r.observedInNamespace(RoleBindingGroup, RoleBindingName))
 	if ns != nil && !isTerminating(ns) {
-		resp.Children = append(resp.Children, desiredQuota(name, want))
+		for _, c := range inside {
+			resp.Children = append(resp.Children, c.obj)
+		}
 	}
-	quotaRef := nsName + "/" + QuotaName
 	switch {
 	case ns == nil:
 		resp.setReady(r, metav1.ConditionFalse, ReasonNamespacePending, fmt.Sprintf("waiting for namespace %s to be created", nsName))
@@ -51,14 +50,143 @@ func Sync(r *Request) *Response {
 		resp.setReady(r, metav1.ConditionFalse, ReasonNamespaceTerminating, fmt.Sprintf("namespace %s is terminating; it is created again once it is gone", nsName))
 	case ns.Status.Phase != "Active":
 		resp.setReady(r, metav1.ConditionFalse, ReasonNamespaceNotActive, fmt.Sprintf("namespace %s is in phase %q, want Active", nsName, ns.Status.Phase))
-	case quota == nil:
-		resp.setReady(r, metav1.ConditionFalse, ReasonQuotaPending, fmt.Sprintf("waiting for ResourceQuota %s to be created with %s", quotaRef, describeHard(want)))
-	case !hardMatches(quota.Spec.Hard, want):
-		resp.setReady(r, metav1.ConditionFalse, ReasonQuotaOutOfDate, fmt.Sprintf("ResourceQuota %s has %s, updating to %s", quotaRef, describeHard(quota.Spec.Hard), describeHard(want)))
 	default:
-		resp.setReady(r, metav1.ConditionTrue, ReasonReady, fmt.Sprintf("namespace %s is Active with quota %s", nsName, describeHard(want)))
+		reason, problems := r.childProblems(desiredNS, inside, strangers)
+		if len(problems) > 0 {
+			resp.setReady(r, metav1.ConditionFalse, reason, strings.Join(problems, "; "))
+			return resp
+		}
+		resp.setReady(r, metav1.ConditionTrue, ReasonReady, readyMessage(nsName, spec))
 	}
 	return resp
+}
+
+// child is a desired child inside the team namespace; hard is the quota's
+// limits (quota only).
+type child struct {
+	group, name string
+	obj         *unstructured.Unstructured
+	hard        map[string]string
+}
+
+// desiredInside lists the children inside the namespace a valid spec asks
+// for, in the order the status reports them, and the RoleBinding subjects
+// added by hand that are being removed (see strangerSubjects).
+func desiredInside(name string, spec Spec, observedRB *Object) ([]child, []string) {
+	out := []child{
+		{group: QuotaGroup, name: QuotaName, obj: desiredQuota(name, specHard(spec)), hard: specHard(spec)},
+		{group: LimitRangeGroup, name: LimitRangeName, obj: desiredLimitRange(name, spec)},
+	}
+	var strangers []string
+	if len(spec.Owners) > 0 {
+		var subjects []any
+		subjects, strangers = strangerSubjects(ownerSubjects(spec.Owners), observedRB)
+		out = append(out, child{group: RoleBindingGroup, name: RoleBindingName, obj: roleBindingWith(name, subjects)})
+	}
+	if spec.NetworkIsolation {
+		out = append(out, child{group: NetworkPolicyGroup, name: NetworkPolicyName, obj: desiredNetworkPolicy(name)})
+	}
+	return out, strangers
+}
+
+// childProblems names every child that is pending, out of date or still to
+// be deleted; the reason is the first one's.
+func (r *Request) childProblems(desiredNS *unstructured.Unstructured, inside []child, strangers []string) (string, []string) {
+	var reason string
+	var problems []string
+	add := func(rsn, msg string) {
+		if reason == "" {
+			reason = rsn
+		}
+		problems = append(problems, msg)
+	}
+	nsName := NamespaceName(r.Parent.Metadata.Name)
+	if ns := r.observedNamespace(); !childMatches(NamespaceGroup, desiredNS, ns) {
+		add(ReasonNamespaceOutOfDate, fmt.Sprintf("namespace %s has Pod Security %s, updating to %s", nsName, describeLabels(ns.Metadata.Labels), describeLabels(desiredNS.GetLabels())))
+	}
+	wanted := map[string]bool{}
+	for _, c := range inside {
+		wanted[c.group] = true
+		kind := expectedChildTypes[c.group]
+		ref := nsName + "/" + c.name
+		o := r.observedInNamespace(c.group, c.name)
+		if c.group == QuotaGroup {
+			want := c.hard
+			switch {
+			case o == nil:
+				add(ReasonQuotaPending, fmt.Sprintf("waiting for ResourceQuota %s to be created with %s", ref, describeHard(want)))
+			case !hardMatches(o.Spec.Hard, want) || hasUnwantedMemory(o.Spec.Hard, want):
+				add(ReasonQuotaOutOfDate, fmt.Sprintf("ResourceQuota %s has %s, updating to %s", ref, describeHard(o.Spec.Hard), describeHard(want)))
+			}
+			continue
+		}
+		switch {
+		case c.group == RoleBindingGroup && len(strangers) > 0:
+			add(ReasonRoleBindingOutOfDate, fmt.Sprintf("RoleBinding %s has subjects the spec does not list (%s), removing them", ref, strings.Join(strangers, ", ")))
+		case o == nil:
+			add(kind+"Pending", fmt.Sprintf("waiting for %s %s to be created", kind, ref))
+		case !childMatches(c.group, c.obj, o):
+			add(kind+"OutOfDate", fmt.Sprintf("%s %s differs from the spec, updating it", kind, ref))
+		}
+	}
+	for _, group := range childGroups[2:] {
+		if wanted[group] {
+			continue
+		}
+		keys := make([]string, 0, len(r.Children[group]))
+		for key := range r.Children[group] {
+			keys = append(keys, key)
+		}
+		sort.Strings(keys)
+		for _, key := range keys {
+			add(ReasonChildRemoving, fmt.Sprintf("%s %s is no longer asked for, deleting it", expectedChildTypes[group], key))
+		}
+	}
+	return reason, problems
+}
+
+// syncInvalid answers a spec that bypassed validation: every observed child
+// as last applied, nothing new, and InvalidSpec naming each field.
+func syncInvalid(r *Request, resp *Response, err error) *Response {
+	name := r.Parent.Metadata.Name
+	ns := r.observedNamespace()
+	resp.Children = append(resp.Children, keptNamespace(name, ns))
+	var kept []string
+	if quota := r.observedQuota(); quota != nil {
+		hard := keptHard(quota)
+		resp.Children = append(resp.Children, desiredQuota(name, hard))
+		kept = append(kept, "quota "+describeHard(hard))
+	}
+	for _, c := range []struct{ group, name string }{
+		{LimitRangeGroup, LimitRangeName}, {RoleBindingGroup, RoleBindingName}, {NetworkPolicyGroup, NetworkPolicyName},
+	} {
+		if o := r.observedInNamespace(c.group, c.name); o != nil {
+			resp.Children = append(resp.Children, keptChild(name, c.group, c.name, o))
+			kept = append(kept, expectedChildTypes[c.group]+" "+c.name)
+		}
+	}
+	msg := fmt.Sprintf("invalid spec: %v; no quota is created until it is fixed", err)
+	if len(kept) > 0 {
+		msg = fmt.Sprintf("invalid spec: %v; keeping %s until it is fixed", err, strings.Join(kept, ", "))
+	}
+	resp.setReady(r, metav1.ConditionFalse, ReasonInvalidSpec, msg)
+	return resp
+}
+
+// readyMessage summarises a Ready TeamSpace.
+func readyMessage(nsName string, spec Spec) string {
+	req := "cpu=" + spec.DefaultCPU
+	if spec.DefaultMemory != "" {
+		req += ", memory=" + spec.DefaultMemory
+	}
+	msg := fmt.Sprintf("namespace %s is Active (pod security %s) with quota %s, default request %s", nsName, spec.PodSecurity, describeHard(specHard(spec)), req)
+	if n := len(spec.Owners); n > 0 {
+		msg += fmt.Sprintf(", %d owner(s) bound to ClusterRole %s", n, OwnerRole)
+	}
+	if spec.NetworkIsolation {
+		msg += ", ingress only from the namespace"
+	}
+	return msg
 }
 
 // conflictMessage says who holds the namespace the TeamSpace needs.
@@ -75,7 +203,8 @@ func conflictMessage(nsName string, foreign *Object) string {
 	return fmt.Sprintf("namespace %s already exists and %s; it is never adopted: delete it, or use another TeamSpace name", nsName, holder)
 }
 
-// describeHard prints quota limits in a fixed order for messages.
+// describeHard prints quota limits in a fixed order for messages;
+// requests.memory only when set.
 func describeHard(hard map[string]string) string {
 	get := func(k string) string {
 		if v, ok := hard[k]; ok {
@@ -83,5 +212,28 @@ func describeHard(hard map[string]string) string {
 		}
 		return "<unset>"
 	}
-	return fmt.Sprintf("pods=%s, requests.cpu=%s", get(hardPods), get(hardCPU))
+	s := fmt.Sprintf("pods=%s, requests.cpu=%s", get(hardPods), get(hardCPU))
+	if v, ok := hard[hardMemory]; ok {
+		s += ", requests.memory=" + v
+	}
+	return s
+}
+
+// describeLabels prints the enforced Pod Security level and version.
+func describeLabels(labels map[string]string) string {
+	get := func(k string) string {
+		if v, ok := labels[k]; ok {
+			return v
+		}
+		return "<unset>"
+	}
+	return fmt.Sprintf("enforce=%s, enforce-version=%s", get(PodSecurityEnforceLabel), get(PodSecurityEnforceVersionLabel))
+}
+
+// hasUnwantedMemory: requests.memory is still in the quota though the spec
+// no longer sets spec.memory (the engine removes it on this pass).
+func hasUnwantedMemory(observed, want map[string]string) bool {
+	_, has := observed[hardMemory]
+	_, wanted := want[hardMemory]
+	return has && !wanted
 }

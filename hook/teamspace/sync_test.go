@@ -39,12 +39,13 @@ func hard(pods, cpu string) objOpt {
 	return func(o *Object) { o.Spec.Hard = map[string]string{hardPods: pods, hardCPU: cpu} }
 }
 
-func lastApplied(j string) objOpt {
+func withLastApplied(j string) objOpt {
 	return func(o *Object) { o.Metadata.Annotations = map[string]string{LastAppliedAnnotation: j} }
 }
 
 func namespace(opts ...objOpt) *Object {
 	o := &Object{APIVersion: "v1", Kind: "Namespace", Metadata: Meta{Name: "team-alpha"}}
+	o.Metadata.Labels = map[string]string{TeamSpaceLabel: "alpha", PodSecurityEnforceLabel: "baseline", PodSecurityEnforceVersionLabel: "latest"}
 	o.Status.Phase = "Active"
 	for _, f := range opts {
 		f(o)
@@ -52,23 +53,75 @@ func namespace(opts ...objOpt) *Object {
 	return o
 }
 
-func quota(opts ...objOpt) *Object {
-	o := &Object{APIVersion: "v1", Kind: "ResourceQuota", Metadata: Meta{Name: QuotaName, Namespace: "team-alpha"}}
+// label sets one label (an empty value removes it).
+func label(k, v string) objOpt {
+	return func(o *Object) {
+		if v == "" {
+			delete(o.Metadata.Labels, k)
+			return
+		}
+		o.Metadata.Labels[k] = v
+	}
+}
+
+// inside builds a child of team-alpha from its kind and owned content, as
+// the engine would show it decoded.
+func inside(kind, name, content string, opts ...objOpt) *Object {
+	o := &Object{Kind: kind, Metadata: Meta{Name: name, Namespace: "team-alpha", Labels: map[string]string{TeamSpaceLabel: "alpha"}}}
+	if content != "" {
+		if err := json.Unmarshal([]byte(content), o); err != nil {
+			panic(err)
+		}
+	}
 	for _, f := range opts {
 		f(o)
 	}
 	return o
 }
 
-// request is a sync request with the given observed namespace, quota and
-// related namespace (each may be nil).
-func request(spec string, ns, q, related *Object) *Request {
-	r := &Request{Parent: parent(spec), Children: map[string]ObjectMap{NamespaceGroup: {}, QuotaGroup: {}}, Related: map[string]ObjectMap{}}
-	if ns != nil {
-		r.Children[NamespaceGroup]["team-alpha"] = ns
+func quota(opts ...objOpt) *Object { return inside("ResourceQuota", QuotaName, "", opts...) }
+
+// limitRange is team-defaults with the given default cpu request.
+func limitRange(cpu string) *Object {
+	return inside("LimitRange", LimitRangeName, `{"spec":{"limits":[{"type":"Container","defaultRequest":{"cpu":"`+cpu+`"}}]}}`)
+}
+
+// networkPolicy is team-isolation with the given ingress rules.
+func networkPolicy(ingress string) *Object {
+	return inside("NetworkPolicy", NetworkPolicyName, `{"spec":{"podSelector":{},"policyTypes":["Ingress"],"ingress":`+ingress+`}}`)
+}
+
+const isolated = `[{"from":[{"podSelector":{}}]}]`
+
+// roleBinding is team-owners binding the given Users to admin.
+func roleBinding(users ...string) *Object {
+	subjects := make([]any, 0, len(users))
+	for _, u := range users {
+		subjects = append(subjects, map[string]any{"kind": "User", "name": u, "apiGroup": rbacGroup})
 	}
-	if q != nil {
-		r.Children[QuotaGroup]["team-alpha/"+QuotaName] = q
+	o := inside("RoleBinding", RoleBindingName, `{"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"admin"}}`)
+	o.Subjects = subjects
+	return o
+}
+
+var groupOf = map[string]string{"Namespace": NamespaceGroup, "ResourceQuota": QuotaGroup, "LimitRange": LimitRangeGroup, "RoleBinding": RoleBindingGroup, "NetworkPolicy": NetworkPolicyGroup}
+
+// request is a sync request with the given related namespace (may be nil)
+// and observed children (nil entries are skipped).
+func request(spec string, related *Object, children ...*Object) *Request {
+	r := &Request{Parent: parent(spec), Children: map[string]ObjectMap{}, Related: map[string]ObjectMap{}}
+	for _, g := range childGroups {
+		r.Children[g] = ObjectMap{}
+	}
+	for _, c := range children {
+		if c == nil {
+			continue
+		}
+		key := c.Metadata.Name
+		if c.Metadata.Namespace != "" {
+			key = c.Metadata.Namespace + "/" + key
+		}
+		r.Children[groupOf[c.Kind]][key] = c
 	}
 	if related != nil {
 		r.Related[NamespaceGroup] = ObjectMap{"team-alpha": related}
@@ -80,7 +133,30 @@ func request(spec string, ns, q, related *Object) *Request {
 // and, for the quota, its limits) and the condition's status and reason.
 func TestSyncReasons(t *testing.T) {
 	const spec = `{"pods": 4, "cpu": "0.5"}`
-	const ns, rq = "Namespace", "ResourceQuota pods=4, requests.cpu=500m"
+	const owned = `{"pods": 4, "cpu": "0.5", "owners": [{"kind": "User", "name": "ann"}]}`
+	const ns, rq, lr, rb, np = "Namespace", "ResourceQuota pods=4, requests.cpu=500m", "LimitRange", "RoleBinding", "NetworkPolicy"
+	all := []string{ns, rq, lr, np}
+	// steady is every child of spec as desired; with replaces one by kind.
+	steady := func(replace ...*Object) []*Object {
+		out := []*Object{namespace(), quota(hard("4", "500m")), limitRange("125m"), networkPolicy(isolated)}
+		for _, r := range replace {
+			for i, o := range out {
+				if o.Kind == r.Kind {
+					out[i] = r
+				}
+			}
+		}
+		return out
+	}
+	without := func(kind string) []*Object {
+		var out []*Object
+		for _, o := range steady() {
+			if o.Kind != kind {
+				out = append(out, o)
+			}
+		}
+		return out
+	}
 	tests := []struct {
 		name         string
 		req          *Request
@@ -88,37 +164,65 @@ func TestSyncReasons(t *testing.T) {
 		wantStatus   metav1.ConditionStatus
 		wantReason   string
 	}{
-		{name: "Ready: namespace Active, quota canonical", req: request(spec, namespace(), quota(hard("4", "500m")), nil),
-			wantChildren: []string{ns, rq}, wantStatus: metav1.ConditionTrue, wantReason: ReasonReady},
-		{name: "Ready: observed quota in another spelling", req: request(spec, namespace(), quota(hard("4", "0.5")), nil),
-			wantChildren: []string{ns, rq}, wantStatus: metav1.ConditionTrue, wantReason: ReasonReady},
-		{name: "NamespacePending: nothing observed", req: request(spec, nil, nil, nil),
+		{name: "Ready: every child as desired", req: request(spec, nil, steady()...),
+			wantChildren: all, wantStatus: metav1.ConditionTrue, wantReason: ReasonReady},
+		{name: "Ready: observed quota in another spelling", req: request(spec, nil, steady(quota(hard("4", "0.5")))...),
+			wantChildren: all, wantStatus: metav1.ConditionTrue, wantReason: ReasonReady},
+		{name: "Ready: with owners", req: request(owned, nil, append(steady(), roleBinding("ann"))...),
+			wantChildren: []string{ns, rq, lr, rb, np}, wantStatus: metav1.ConditionTrue, wantReason: ReasonReady},
+		{name: "NamespacePending: nothing observed", req: request(spec, nil),
 			wantChildren: []string{ns}, wantStatus: metav1.ConditionFalse, wantReason: ReasonNamespacePending},
-		{name: "NamespacePending: own namespace seen only as related", req: request(spec, nil, nil, namespace(controlledBy(fixtureUID))),
+		{name: "NamespacePending: own namespace seen only as related", req: request(spec, namespace(controlledBy(fixtureUID))),
 			wantChildren: []string{ns}, wantStatus: metav1.ConditionFalse, wantReason: ReasonNamespacePending},
-		{name: "NamespaceTerminating: deletionTimestamp, phase still Active", req: request(spec, namespace(deleting()), nil, nil),
+		{name: "NamespaceTerminating: deletionTimestamp, phase still Active", req: request(spec, nil, namespace(deleting())),
 			wantChildren: []string{ns}, wantStatus: metav1.ConditionFalse, wantReason: ReasonNamespaceTerminating},
-		{name: "NamespaceTerminating: phase Terminating only", req: request(spec, namespace(phase("Terminating")), quota(hard("4", "500m")), nil),
+		{name: "NamespaceTerminating: phase Terminating only", req: request(spec, nil, steady(namespace(phase("Terminating")))...),
 			wantChildren: []string{ns}, wantStatus: metav1.ConditionFalse, wantReason: ReasonNamespaceTerminating},
-		{name: "NamespaceNotActive: phase empty", req: request(spec, namespace(phase("")), nil, nil),
-			wantChildren: []string{ns, rq}, wantStatus: metav1.ConditionFalse, wantReason: ReasonNamespaceNotActive},
-		{name: "QuotaPending", req: request(spec, namespace(), nil, nil),
-			wantChildren: []string{ns, rq}, wantStatus: metav1.ConditionFalse, wantReason: ReasonQuotaPending},
-		{name: "QuotaOutOfDate: pods edited", req: request(spec, namespace(), quota(hard("99", "500m")), nil),
-			wantChildren: []string{ns, rq}, wantStatus: metav1.ConditionFalse, wantReason: ReasonQuotaOutOfDate},
-		{name: "QuotaOutOfDate: cpu key missing", req: request(spec, namespace(), quota(func(o *Object) { o.Spec.Hard = map[string]string{hardPods: "4"} }), nil),
-			wantChildren: []string{ns, rq}, wantStatus: metav1.ConditionFalse, wantReason: ReasonQuotaOutOfDate},
-		{name: "NamespaceConflict: related namespace of another owner", req: request(spec, nil, nil, namespace(controlledBy("someone-else"))),
+		{name: "NamespaceNotActive: phase empty", req: request(spec, nil, namespace(phase(""))),
+			wantChildren: all, wantStatus: metav1.ConditionFalse, wantReason: ReasonNamespaceNotActive},
+		{name: "NamespaceOutOfDate: Pod Security label edited", req: request(spec, nil, steady(namespace(label(PodSecurityEnforceLabel, "privileged")))...),
+			wantChildren: all, wantStatus: metav1.ConditionFalse, wantReason: ReasonNamespaceOutOfDate},
+		{name: "NamespaceOutOfDate: TeamSpace label removed", req: request(spec, nil, steady(namespace(label(TeamSpaceLabel, "")))...),
+			wantChildren: all, wantStatus: metav1.ConditionFalse, wantReason: ReasonNamespaceOutOfDate},
+		{name: "QuotaPending", req: request(spec, nil, without("ResourceQuota")...),
+			wantChildren: all, wantStatus: metav1.ConditionFalse, wantReason: ReasonQuotaPending},
+		{name: "QuotaOutOfDate: pods edited", req: request(spec, nil, steady(quota(hard("99", "500m")))...),
+			wantChildren: all, wantStatus: metav1.ConditionFalse, wantReason: ReasonQuotaOutOfDate},
+		{name: "QuotaOutOfDate: cpu key missing", req: request(spec, nil, steady(quota(func(o *Object) { o.Spec.Hard = map[string]string{hardPods: "4"} }))...),
+			wantChildren: all, wantStatus: metav1.ConditionFalse, wantReason: ReasonQuotaOutOfDate},
+		{name: "QuotaOutOfDate: memory no longer asked for", req: request(spec, nil, steady(quota(func(o *Object) { o.Spec.Hard = map[string]string{hardPods: "4", hardCPU: "500m", hardMemory: "1Gi"} }))...),
+			wantChildren: all, wantStatus: metav1.ConditionFalse, wantReason: ReasonQuotaOutOfDate},
+		{name: "LimitRangePending", req: request(spec, nil, without("LimitRange")...),
+			wantChildren: all, wantStatus: metav1.ConditionFalse, wantReason: ReasonLimitRangePending},
+		{name: "LimitRangeOutOfDate: default request edited", req: request(spec, nil, steady(limitRange("900m"))...),
+			wantChildren: all, wantStatus: metav1.ConditionFalse, wantReason: ReasonLimitRangeOutOfDate},
+		{name: "NetworkPolicyPending", req: request(spec, nil, without("NetworkPolicy")...),
+			wantChildren: all, wantStatus: metav1.ConditionFalse, wantReason: ReasonNetworkPolicyPending},
+		{name: "NetworkPolicyOutOfDate: ingress opened", req: request(spec, nil, steady(networkPolicy(`[{}]`))...),
+			wantChildren: all, wantStatus: metav1.ConditionFalse, wantReason: ReasonNetworkPolicyOutOfDate},
+		{name: "RoleBindingPending", req: request(owned, nil, steady()...),
+			wantChildren: []string{ns, rq, lr, rb, np}, wantStatus: metav1.ConditionFalse, wantReason: ReasonRoleBindingPending},
+		{name: "RoleBindingOutOfDate: a subject added by hand", req: request(owned, nil, append(steady(), roleBinding("ann", "mallory"))...),
+			wantChildren: []string{ns, rq, lr, rb, np}, wantStatus: metav1.ConditionFalse, wantReason: ReasonRoleBindingOutOfDate},
+		{name: "RoleBindingOutOfDate: owner missing", req: request(owned, nil, append(steady(), roleBinding("bob"))...),
+			wantChildren: []string{ns, rq, lr, rb, np}, wantStatus: metav1.ConditionFalse, wantReason: ReasonRoleBindingOutOfDate},
+		{name: "ChildRemoving: owners removed from the spec", req: request(spec, nil, append(steady(), roleBinding("ann"))...),
+			wantChildren: all, wantStatus: metav1.ConditionFalse, wantReason: ReasonChildRemoving},
+		{name: "ChildRemoving: networkIsolation false", req: request(`{"pods": 4, "cpu": "0.5", "networkIsolation": false}`, nil, steady()...),
+			wantChildren: []string{ns, rq, lr}, wantStatus: metav1.ConditionFalse, wantReason: ReasonChildRemoving},
+		{name: "NamespaceConflict: related namespace of another owner", req: request(spec, namespace(controlledBy("someone-else"))),
 			wantChildren: nil, wantStatus: metav1.ConditionFalse, wantReason: ReasonNamespaceConflict},
-		{name: "NamespaceConflict: related namespace without owner", req: request(spec, nil, nil, namespace()),
+		{name: "NamespaceConflict: related namespace without owner", req: request(spec, namespace()),
 			wantChildren: nil, wantStatus: metav1.ConditionFalse, wantReason: ReasonNamespaceConflict},
-		{name: "InvalidSpec: keeps the observed quota", req: request(`{"pods": 0}`, namespace(), quota(hard("3", "1")), nil),
+		{name: "InvalidSpec: keeps the observed quota", req: request(`{"pods": 0}`, nil, namespace(), quota(hard("3", "1"))),
 			wantChildren: []string{ns, "ResourceQuota pods=3, requests.cpu=1"}, wantStatus: metav1.ConditionFalse, wantReason: ReasonInvalidSpec},
-		{name: "InvalidSpec: keeps what the engine last applied, not a hand edit", req: request(`{"pods": 0}`, namespace(), quota(hard("99", "1"), lastApplied(`{"spec":{"hard":{"pods":"3","requests.cpu":"1"}}}`)), nil),
+		{name: "InvalidSpec: keeps what the engine last applied, not a hand edit", req: request(`{"pods": 0}`, nil, namespace(), quota(hard("99", "1"), withLastApplied(`{"spec":{"hard":{"pods":"3","requests.cpu":"1"}}}`))),
 			wantChildren: []string{ns, "ResourceQuota pods=3, requests.cpu=1"}, wantStatus: metav1.ConditionFalse, wantReason: ReasonInvalidSpec},
-		{name: "InvalidSpec: last applied without limits, keeps the observed quota", req: request(`{"pods": 0}`, namespace(), quota(hard("3", "1"), lastApplied(`{"spec":{}}`)), nil),
+		{name: "InvalidSpec: last applied without limits, keeps the observed quota", req: request(`{"pods": 0}`, nil, namespace(), quota(hard("3", "1"), withLastApplied(`{"spec":{}}`))),
 			wantChildren: []string{ns, "ResourceQuota pods=3, requests.cpu=1"}, wantStatus: metav1.ConditionFalse, wantReason: ReasonInvalidSpec},
-		{name: "InvalidSpec: no quota to keep", req: request(`{"cpu": "lots", "pods": 4}`, namespace(), nil, nil),
+		{name: "InvalidSpec: keeps every child inside", req: request(`{"pods": 4, "podSecurity": "none"}`, nil, append(steady(), roleBinding("ann"))...),
+			wantChildren: []string{ns, rq, lr, rb, np}, wantStatus: metav1.ConditionFalse, wantReason: ReasonInvalidSpec},
+		{name: "InvalidSpec: no quota to keep", req: request(`{"cpu": "lots", "pods": 4}`, nil, namespace()),
 			wantChildren: []string{ns}, wantStatus: metav1.ConditionFalse, wantReason: ReasonInvalidSpec},
 	}
 	for _, tt := range tests {

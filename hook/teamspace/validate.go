@@ -3,6 +3,7 @@ package teamspace
 import (
 	"fmt"
 	"regexp"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 )
@@ -25,7 +26,16 @@ func badRequest(reason, format string, args ...any) *RequestError {
 var uidPattern = regexp.MustCompile(`^[0-9A-Za-z-]{1,64}$`)
 
 // expectedChildTypes are the only child types compositecontroller.yaml declares.
-var expectedChildTypes = map[string]string{NamespaceGroup: "Namespace", QuotaGroup: "ResourceQuota"}
+var expectedChildTypes = map[string]string{
+	NamespaceGroup:     "Namespace",
+	QuotaGroup:         "ResourceQuota",
+	LimitRangeGroup:    "LimitRange",
+	RoleBindingGroup:   "RoleBinding",
+	NetworkPolicyGroup: "NetworkPolicy",
+}
+
+// childGroups are the declared child types in the order messages use.
+var childGroups = []string{NamespaceGroup, QuotaGroup, LimitRangeGroup, RoleBindingGroup, NetworkPolicyGroup}
 
 // Validate checks that the request is one this hook can answer: a TeamSpace
 // parent with a name that can become a namespace and a safe uid, and only the
@@ -47,7 +57,7 @@ func (r *Request) Validate() error {
 	for group, objs := range r.Children {
 		kind, ok := expectedChildTypes[group]
 		if !ok {
-			return badRequest("UnexpectedChild", "children of type %q are not managed by TeamSpace (want %s and %s)", group, NamespaceGroup, QuotaGroup)
+			return badRequest("UnexpectedChild", "children of type %q are not managed by TeamSpace (want one of %s)", group, strings.Join(childGroups, ", "))
 		}
 		for key, o := range objs {
 			if o == nil || o.Kind != kind {

@@ -79,6 +79,21 @@ func TestValidation(t *testing.T) {
 		{"cpu lots", teamSpace("vlots-"+s, map[string]any{"pods": 3, "cpu": "lots"}), []string{"spec.cpu", "Invalid value"}},
 		{"cpu -1", teamSpace("vneg-"+s, map[string]any{"pods": 3, "cpu": "-1"}), []string{"spec.cpu", "Invalid value"}},
 		{"cpu 0", teamSpace("vzero-"+s, map[string]any{"pods": 3, "cpu": "0"}), []string{"spec.cpu", "Invalid value"}},
+		{"owner of unknown kind", teamSpace("vokind-"+s, map[string]any{"pods": 3, "owners": []any{map[string]any{"kind": "Robot", "name": "r"}}}), []string{"spec.owners[0].kind", "Unsupported value"}},
+		{"owner with empty name", teamSpace("voname-"+s, map[string]any{"pods": 3, "owners": []any{map[string]any{"kind": "User", "name": ""}}}), []string{"spec.owners[0].name", "Invalid value"}},
+		{"ServiceAccount owner without namespace", teamSpace("vosa-"+s, map[string]any{"pods": 3, "owners": []any{map[string]any{"kind": "ServiceAccount", "name": "ci"}}}), []string{"spec.owners[0].namespace", "required for a ServiceAccount"}},
+		{"User owner with namespace", teamSpace("vons-"+s, map[string]any{"pods": 3, "owners": []any{map[string]any{"kind": "User", "name": "ann", "namespace": "x"}}}), []string{"spec.owners[0].namespace", "not allowed for a User"}},
+		{"ServiceAccount owner with a bad name", teamSpace("vosan-"+s, map[string]any{"pods": 3, "owners": []any{map[string]any{"kind": "ServiceAccount", "name": "A_b", "namespace": "x"}}}), []string{"spec.owners[0].name", "DNS-1123 subdomain"}},
+		{"duplicate owners", teamSpace("vodup-"+s, map[string]any{"pods": 3, "owners": []any{map[string]any{"kind": "User", "name": "ann"}, map[string]any{"kind": "User", "name": "ann"}}}), []string{"spec.owners", "same name twice"}},
+		{"same name for a User and a Group", teamSpace("vodupk-"+s, map[string]any{"pods": 3, "owners": []any{map[string]any{"kind": "User", "name": "ann"}, map[string]any{"kind": "Group", "name": "ann"}}}), []string{"spec.owners", "same name twice"}},
+		{"defaults.cpu above cpu", teamSpace("vdcpu-"+s, map[string]any{"pods": 3, "cpu": "1", "defaults": map[string]any{"cpu": "2"}}), []string{"spec.defaults.cpu", "must not exceed spec.cpu"}},
+		{"defaults.cpu 0", teamSpace("vdcpu0-"+s, map[string]any{"pods": 3, "defaults": map[string]any{"cpu": "0"}}), []string{"spec.defaults.cpu", "positive quantity"}},
+		{"memory 0", teamSpace("vmem0-"+s, map[string]any{"pods": 3, "memory": "0"}), []string{"spec.memory", "positive quantity"}},
+		{"memory lots", teamSpace("vmeml-"+s, map[string]any{"pods": 3, "memory": "lots"}), []string{"spec.memory", "positive quantity"}},
+		{"defaults.memory without memory", teamSpace("vdmem-"+s, map[string]any{"pods": 3, "defaults": map[string]any{"memory": "1Gi"}}), []string{"spec.defaults.memory", "needs spec.memory"}},
+		{"defaults.memory above memory", teamSpace("vdmemx-"+s, map[string]any{"pods": 3, "memory": "1Gi", "defaults": map[string]any{"memory": "2Gi"}}), []string{"spec.defaults.memory", "must not exceed spec.memory"}},
+		{"podSecurity open", teamSpace("vpsa-"+s, map[string]any{"pods": 3, "podSecurity": "open"}), []string{"spec.podSecurity", "Unsupported value"}},
+		{"networkIsolation not a boolean", teamSpace("vnet-"+s, map[string]any{"pods": 3, "networkIsolation": "no"}), []string{"spec.networkIsolation", "Invalid value"}},
 		{"name a.b", teamSpace("a.b", map[string]any{"pods": 3}), []string{"metadata.name", "Invalid value"}},
 		{"name Upper", teamSpace("Upper", map[string]any{"pods": 3}), []string{"metadata.name", "Invalid value"}},
 		{"name of 59 characters", teamSpace(nameOfLength(59), map[string]any{"pods": 3}), []string{"metadata.name", "Invalid value"}},
@@ -130,6 +145,36 @@ func TestValidation(t *testing.T) {
 				t.Errorf("spec.pods = %q, want %v", pods, tc.spec["pods"])
 			}
 		})
+	}
+}
+
+// TestValidationNewFields: every optional field at once is accepted, and a
+// seed-style spec gets the defaults podSecurity baseline and
+// networkIsolation true.
+func TestValidationNewFields(t *testing.T) {
+	needCluster(t)
+	installCRD(t)
+	s := suffix(t, 6)
+	full := "vfull-" + s
+	deleteOnCleanup(t, "teamspace", full)
+	mustKubectl(t, teamSpace(full, map[string]any{
+		"pods": 4, "cpu": "2", "memory": "4Gi",
+		"defaults":    map[string]any{"cpu": "2", "memory": "1Gi"},
+		"podSecurity": "restricted", "networkIsolation": false,
+		"owners": []any{
+			map[string]any{"kind": "User", "name": "ann@example.com"},
+			map[string]any{"kind": "Group", "name": "devs"},
+			map[string]any{"kind": "ServiceAccount", "name": "ci", "namespace": "tools"},
+		},
+	}), "create", "-f", "-")
+	if got := mustKubectl(t, "", "get", "teamspace", full, "-o", "jsonpath={.spec.podSecurity} {.spec.networkIsolation} {.spec.owners[2].namespace}"); got != "restricted false tools" {
+		t.Errorf("stored %q, want \"restricted false tools\"", got)
+	}
+	plain := "vplain-" + s
+	deleteOnCleanup(t, "teamspace", plain)
+	mustKubectl(t, teamSpace(plain, map[string]any{"pods": 4}), "create", "-f", "-")
+	if got := mustKubectl(t, "", "get", "teamspace", plain, "-o", "jsonpath={.spec.podSecurity} {.spec.networkIsolation}"); got != "baseline true" {
+		t.Errorf("defaults %q, want \"baseline true\"", got)
 	}
 }
 

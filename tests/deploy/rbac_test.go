@@ -59,6 +59,15 @@ func TestRBACBounds(t *testing.T) {
 		{"delete namespaces", []string{"delete", "namespaces"}, true},
 		{"patch quotas in a team namespace", []string{"patch", "resourcequotas", "-n", "team-x"}, true},
 		{"create events", []string{"create", "events", "-n", "default"}, true},
+		{"create LimitRanges in a team namespace", []string{"create", "limitranges", "-n", "team-x"}, true},
+		{"update LimitRanges", []string{"update", "limitranges", "-n", "team-x"}, true},
+		{"watch LimitRanges everywhere", []string{"watch", "limitranges", "--all-namespaces"}, true},
+		{"create RoleBindings in a team namespace", []string{"create", "rolebindings.rbac.authorization.k8s.io", "-n", "team-x"}, true},
+		{"delete RoleBindings", []string{"delete", "rolebindings.rbac.authorization.k8s.io", "-n", "team-x"}, true},
+		{"watch RoleBindings everywhere", []string{"watch", "rolebindings.rbac.authorization.k8s.io", "--all-namespaces"}, true},
+		{"create NetworkPolicies in a team namespace", []string{"create", "networkpolicies.networking.k8s.io", "-n", "team-x"}, true},
+		{"patch NetworkPolicies", []string{"patch", "networkpolicies.networking.k8s.io", "-n", "team-x"}, true},
+		{"bind ClusterRole admin", []string{"bind", "clusterroles.rbac.authorization.k8s.io/admin"}, true},
 		// Not needed, not granted.
 		{"no reading secrets anywhere", []string{"get", "secrets", "--all-namespaces"}, false},
 		{"no reading its own token secret", []string{"get", "secrets", "-n", "teamspace-system"}, false},
@@ -73,6 +82,12 @@ func TestRBACBounds(t *testing.T) {
 		{"no patching TeamSpaces (it PUTs)", []string{"patch", "teamspaces.platform.labhub.io"}, false},
 		{"no RBAC writes", []string{"create", "clusterrolebindings.rbac.authorization.k8s.io"}, false},
 		{"no binding roles", []string{"bind", "clusterroles.rbac.authorization.k8s.io"}, false},
+		{"no binding cluster-admin", []string{"bind", "clusterroles.rbac.authorization.k8s.io/cluster-admin"}, false},
+		{"no binding edit", []string{"bind", "clusterroles.rbac.authorization.k8s.io/edit"}, false},
+		{"no binding namespaced roles", []string{"bind", "roles.rbac.authorization.k8s.io", "-n", "team-x"}, false},
+		{"no ClusterRoleBindings", []string{"create", "clusterrolebindings.rbac.authorization.k8s.io"}, false},
+		{"no Roles", []string{"create", "roles.rbac.authorization.k8s.io", "-n", "team-x"}, false},
+		{"no escalating ClusterRole admin", []string{"escalate", "clusterroles.rbac.authorization.k8s.io/admin"}, false},
 		{"no escalating roles", []string{"escalate", "clusterroles.rbac.authorization.k8s.io"}, false},
 		{"no impersonation", []string{"impersonate", "users"}, false},
 		{"no minting tokens", []string{"create", "serviceaccounts", "--subresource=token", "-n", "teamspace-system"}, false},
@@ -258,7 +273,7 @@ func TestRBACSufficient(t *testing.T) {
 		removeTeamSpace(t, ts)
 		kubectl(t, "delete", "--ignore-not-found", "compositecontrollers.metacontroller.k8s.io", "teamspace")
 	})
-	if r := kubectlIn(t, []byte(`{"apiVersion":"platform.labhub.io/v1alpha1","kind":"TeamSpace","metadata":{"name":"`+ts+`"},"spec":{"pods":3,"cpu":"2"}}`), "apply", "-f", "-"); r.err != nil {
+	if r := kubectlIn(t, []byte(`{"apiVersion":"platform.labhub.io/v1alpha1","kind":"TeamSpace","metadata":{"name":"`+ts+`"},"spec":{"pods":3,"cpu":"2","owners":[{"kind":"User","name":"ann"},{"kind":"ServiceAccount","name":"ci","namespace":"tools"}]}}`), "apply", "-f", "-"); r.err != nil {
 		t.Fatalf("creating TeamSpace: %v", r)
 	}
 
@@ -280,6 +295,18 @@ func TestRBACSufficient(t *testing.T) {
 			}
 			if got := strings.TrimSpace(r.stdout); got != "3 2" {
 				return fmt.Errorf("quota hard pods/cpu %q, want \"3 2\"", got)
+			}
+			return nil
+		}},
+		{"LimitRange, RoleBinding to admin and NetworkPolicy created", 30 * time.Second, func() error {
+			for _, ref := range [][]string{{"limitrange", "team-defaults"}, {"rolebinding", "team-owners"}, {"networkpolicy", "team-isolation"}} {
+				if r := kubectl(t, "-n", "team-"+ts, "get", ref[0], ref[1]); r.err != nil {
+					return fmt.Errorf("%s %s: %v", ref[0], ref[1], r)
+				}
+			}
+			r := kubectl(t, "-n", "team-"+ts, "get", "rolebinding", "team-owners", "-o", "jsonpath={.roleRef.name} {.subjects[*].name}")
+			if got := strings.TrimSpace(r.stdout); got != "admin ann ci" {
+				return fmt.Errorf("RoleBinding roleRef/subjects %q, want \"admin ann ci\"", got)
 			}
 			return nil
 		}},

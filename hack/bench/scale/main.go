@@ -6,6 +6,7 @@
 //  2. steady: after a quiet period, the API write requests made during
 //     -steady (ten resync periods) — from kube-apiserver's
 //     apiserver_request_total (mutating verbs on namespaces, resourcequotas,
+//     limitranges, rolebindings, networkpolicies,
 //     teamspaces) and from the engine's own client metrics
 //     (rest_client_requests_total by method) — plus the hook calls made;
 //
@@ -49,6 +50,7 @@ import (
 
 func main() {
 	count := flag.Int("count", 200, "TeamSpaces to create")
+	owners := flag.Bool("owners", true, "give each TeamSpace an owner, so that it has every child type")
 	prefix := flag.String("prefix", "bench-s", "name prefix (names are <prefix>-NNN)")
 	phases := flag.String("phases", "create,steady,catchup", "phases to run, comma-separated")
 	steady := flag.Duration("steady", 100*time.Second, "steady-state window (ten resync periods)")
@@ -70,7 +72,7 @@ func main() {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	s := &scale{c: c, timeout: *timeout, label: *label}
+	s := &scale{c: c, timeout: *timeout, label: *label, owners: *owners}
 	for i := 0; i < *count; i++ {
 		s.names = append(s.names, fmt.Sprintf("%s-%03d", *prefix, i))
 	}
@@ -104,6 +106,7 @@ type scale struct {
 	names   []string
 	timeout time.Duration
 	label   string
+	owners  bool
 	ts      cache.Store
 	quotas  cache.Store
 }
@@ -184,7 +187,12 @@ func (s *scale) create(ctx context.Context) error {
 		go func() {
 			defer wg.Done()
 			for n := range work {
-				if _, err := ts.Create(ctx, benchutil.NewTeamSpace(n, 2, "100m"), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+				obj := benchutil.NewTeamSpace(n, 2, "100m")
+				if s.owners {
+					// Every child type: RoleBinding team-owners too.
+					obj.Object["spec"].(map[string]any)["owners"] = []any{map[string]any{"kind": "Group", "name": n + "-devs"}}
+				}
+				if _, err := ts.Create(ctx, obj, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 					errs <- err
 				}
 			}
@@ -271,7 +279,8 @@ func apiserverWrites(line string) bool {
 	if !verbOK {
 		return false
 	}
-	for _, r := range []string{`resource="namespaces"`, `resource="resourcequotas"`, `resource="teamspaces"`} {
+	for _, r := range []string{`resource="namespaces"`, `resource="resourcequotas"`, `resource="teamspaces"`,
+		`resource="limitranges"`, `resource="rolebindings"`, `resource="networkpolicies"`} {
 		if strings.Contains(line, r) {
 			return true
 		}

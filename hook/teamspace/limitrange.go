@@ -1,0 +1,118 @@
+package teamspace
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// LimitRangeName is the LimitRange that gives containers without requests
+// a default request, so that quota admission (which refuses a pod without
+// requests.cpu once the quota limits it) admits them.
+const LimitRangeName = "team-defaults"
+
+// parseDefaults reads spec.defaults and fills spec's DefaultCPU and
+// DefaultMemory: the override if given (at most the namespace's total),
+// else total / pods rounded down (a millicore, a byte), so that spec.pods
+// default-sized pods fit the quota exactly.
+func parseDefaults(raw json.RawMessage, spec *Spec) []string {
+	var d struct {
+		CPU    *string `json:"cpu"`
+		Memory *string `json:"memory"`
+	}
+	if raw != nil && string(raw) != "null" {
+		if err := json.Unmarshal(raw, &d); err != nil {
+			return []string{fmt.Sprintf("spec.defaults must be an object with cpu and memory quantity strings, got %s", raw)}
+		}
+	}
+	pods, _ := strconv.ParseInt(spec.Pods, 10, 64)
+	var problems []string
+	cpu := resource.MustParse(spec.CPU)
+	spec.DefaultCPU = share(cpu, pods, true)
+	if d.CPU != nil {
+		c, err := overrideWithin(*d.CPU, cpu, "spec.cpu")
+		if err != nil {
+			problems = append(problems, "spec.defaults.cpu "+err.Error())
+		}
+		spec.DefaultCPU = c
+	}
+	if spec.Memory == "" {
+		if d.Memory != nil {
+			problems = append(problems, "spec.defaults.memory needs spec.memory (without it no memory is limited)")
+		}
+		return problems
+	}
+	mem := resource.MustParse(spec.Memory)
+	spec.DefaultMemory = share(mem, pods, false)
+	if d.Memory != nil {
+		m, err := overrideWithin(*d.Memory, mem, "spec.memory")
+		if err != nil {
+			problems = append(problems, "spec.defaults.memory "+err.Error())
+		}
+		spec.DefaultMemory = m
+	}
+	return problems
+}
+
+// share is total/pods rounded down to a millicore (milli) or a byte, at
+// least one, in the canonical form the API server stores. That is the
+// printed form after one more parse: a suffix-less number is read back as
+// decimal, so 320000 bytes computed in binary format ("320000") is stored
+// as "320k".
+func share(total resource.Quantity, pods int64, milli bool) string {
+	var q *resource.Quantity
+	if milli {
+		q = resource.NewMilliQuantity(max(total.MilliValue()/pods, 1), resource.DecimalSI)
+	} else {
+		q = resource.NewQuantity(max(total.Value()/pods, 1), total.Format)
+	}
+	s := q.String()
+	if c, err := CanonicalQuantity(s); err == nil {
+		return c
+	}
+	return s
+}
+
+// overrideWithin checks a spec.defaults value: a positive quantity not above
+// the namespace's total.
+func overrideWithin(s string, total resource.Quantity, totalField string) (string, error) {
+	c, err := CanonicalQuantity(s)
+	if err != nil {
+		return "", err
+	}
+	if q := resource.MustParse(c); q.Cmp(total) > 0 {
+		return "", fmt.Errorf("%q must not exceed %s (%s)", s, totalField, total.String())
+	}
+	return c, nil
+}
+
+// desiredLimitRange is team-defaults: a container defaultRequest only. No
+// default limit: a default limit below a request the user sets would make
+// the pod invalid.
+func desiredLimitRange(teamspace string, s Spec) *unstructured.Unstructured {
+	req := map[string]any{"cpu": s.DefaultCPU}
+	if s.DefaultMemory != "" {
+		req["memory"] = s.DefaultMemory
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1",
+		"kind":       "LimitRange",
+		"metadata":   childMeta(teamspace, LimitRangeName),
+		"spec": map[string]any{"limits": []any{map[string]any{
+			"type":           "Container",
+			"defaultRequest": req,
+		}}},
+	}}
+}
+
+// childMeta is the metadata of a child in the team namespace.
+func childMeta(teamspace, name string) map[string]any {
+	return map[string]any{
+		"name":      name,
+		"namespace": NamespaceName(teamspace),
+		"labels":    map[string]any{TeamSpaceLabel: teamspace},
+	}
+}

@@ -1,0 +1,169 @@
+package cluster_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestDayOne proves on the real API server what a team gets on day one,
+// without the engine: the hook's golden answer for a steady TeamSpace with
+// every child (sync/recorded-delta-steady: pods 3, cpu 500m, memory 1Gi,
+// owners ann, delta-devs and ServiceAccount tools/ci) is applied as the
+// engine would apply it, under a namespace name of its own, and then, acting
+// as the owner ann and as a stranger (impersonation, kubectl --as):
+//
+//  1. a pod without requests is admitted with the LimitRange's default
+//     request;
+//  2. a privileged pod is refused by Pod Security baseline;
+//  3. a user who is not an owner cannot create pods;
+//  4. default-sized pod number pods+1 is refused by the quota.
+//
+// The cluster has no scheduler or kubelet: pods are only admitted, which is
+// all these need. Evidence is written as JSON to $TEAMSPACE_DAYONE_OUT
+// (default: a temporary directory, logged).
+func TestDayOne(t *testing.T) {
+	needCluster(t)
+	raw, err := os.ReadFile(filepath.Join(repoRoot(t), "tests", "testdata", "sync", "recorded-delta-steady", "response.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := "team-d1" + suffix(t, 6)
+	body := strings.ReplaceAll(string(raw), "team-delta", ns)
+	var answer struct {
+		Children []map[string]any `json:"children"`
+	}
+	if err := json.Unmarshal([]byte(body), &answer); err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]map[string]any{}
+	for _, c := range answer.Children {
+		kinds[str(c["kind"])] = c
+	}
+	for _, k := range []string{"Namespace", "ResourceQuota", "LimitRange", "RoleBinding", "NetworkPolicy"} {
+		if kinds[k] == nil {
+			t.Fatalf("golden answer has no %s", k)
+		}
+	}
+	t.Cleanup(func() {
+		if _, err := kubectl(t, "", "delete", "namespace", ns, "--ignore-not-found", "--wait=false"); err != nil {
+			t.Logf("cleanup: %v", err)
+		}
+	})
+	for _, k := range []string{"Namespace", "ResourceQuota", "LimitRange", "RoleBinding", "NetworkPolicy"} {
+		b, _ := json.Marshal(kinds[k])
+		mustKubectl(t, string(b), "create", "-f", "-")
+	}
+	// Pods need the namespace's default ServiceAccount (made by the
+	// controller manager) to be admitted.
+	if !eventually(60*time.Second, 250*time.Millisecond, func() bool {
+		_, err := kubectl(t, "", "get", "serviceaccount", "default", "-n", ns)
+		return err == nil
+	}) {
+		t.Fatalf("no ServiceAccount default in %s after 60s", ns)
+	}
+
+	hard := field(kinds["ResourceQuota"], "spec", "hard").(map[string]any)
+	limits := field(kinds["LimitRange"], "spec", "limits").([]any)
+	defaults := limits[0].(map[string]any)["defaultRequest"].(map[string]any)
+	owner := "--as=ann"
+	pod := func(name string, securityContext map[string]any) string {
+		c := map[string]any{"name": "c", "image": "registry.invalid/none:1"}
+		if securityContext != nil {
+			c["securityContext"] = securityContext
+		}
+		b, _ := json.Marshal(map[string]any{
+			"apiVersion": "v1", "kind": "Pod",
+			"metadata": map[string]any{"name": name, "namespace": ns},
+			"spec":     map[string]any{"containers": []any{c}},
+		})
+		return string(b)
+	}
+	evidence := map[string]any{"namespace": ns, "quota": hard, "defaultRequest": defaults, "podSecurity": field(kinds["Namespace"], "metadata", "labels")}
+
+	t.Run("owner's pod without requests gets the default request", func(t *testing.T) {
+		mustKubectl(t, pod("p1", nil), owner, "create", "-f", "-")
+		got, _ := getObject(t, "pod", "p1", "-n", ns)
+		req, _ := field(got, "spec").(map[string]any)["containers"].([]any)[0].(map[string]any)["resources"].(map[string]any)["requests"].(map[string]any)
+		evidence["podWithoutRequests"] = map[string]any{"admitted": true, "requests": req}
+		for k, v := range defaults {
+			if str(req[k]) != str(v) {
+				t.Errorf("requests.%s = %v, want the default %v", k, req[k], v)
+			}
+		}
+	})
+	// The test control plane runs kube-apiserver with --allow-privileged=false
+	// (its default), which refuses privileged: true before Pod Security is
+	// asked; k3s allows it and Pod Security refuses it. A pod adding
+	// CAP_SYS_ADMIN, which baseline forbids as it forbids privileged, shows
+	// Pod Security itself at work.
+	t.Run("privileged pod refused under baseline", func(t *testing.T) {
+		_, err := kubectl(t, pod("priv", map[string]any{"privileged": true}), owner, "create", "-f", "-")
+		_, psaErr := kubectl(t, pod("sysadmin", map[string]any{"capabilities": map[string]any{"add": []any{"SYS_ADMIN"}}}), owner, "create", "-f", "-")
+		evidence["privilegedPod"] = map[string]any{"refused": err != nil, "error": errText(err)}
+		evidence["sysAdminPod"] = map[string]any{"refused": psaErr != nil, "error": errText(psaErr)}
+		if err == nil {
+			t.Errorf("privileged pod admitted")
+		} else if !strings.Contains(err.Error(), `violates PodSecurity "baseline:latest"`) && !strings.Contains(err.Error(), "disallowed by cluster policy") {
+			t.Errorf("privileged pod: want refusal by PodSecurity baseline:latest (or --allow-privileged=false), got %v", err)
+		}
+		if psaErr == nil || !strings.Contains(psaErr.Error(), `violates PodSecurity "baseline:latest"`) {
+			t.Errorf("SYS_ADMIN pod: want refusal by PodSecurity baseline:latest, got %v", psaErr)
+		}
+	})
+	t.Run("non-owner cannot create pods", func(t *testing.T) {
+		_, err := kubectl(t, pod("stranger", nil), "--as=mallory", "create", "-f", "-")
+		evidence["nonOwner"] = map[string]any{"refused": err != nil, "error": errText(err)}
+		if err == nil || !strings.Contains(err.Error(), "Forbidden") {
+			t.Errorf("non-owner pod: want Forbidden, got %v", err)
+		}
+	})
+	t.Run("pod number pods+1 refused by the quota", func(t *testing.T) {
+		var pods int
+		fmt.Sscan(str(hard["pods"]), &pods)
+		created := []string{"p1"}
+		for i := 2; i <= pods; i++ {
+			name := fmt.Sprintf("p%d", i)
+			mustKubectl(t, pod(name, nil), owner, "create", "-f", "-")
+			created = append(created, name)
+		}
+		name := fmt.Sprintf("p%d", pods+1)
+		_, err := kubectl(t, pod(name, nil), owner, "create", "-f", "-")
+		used, _ := kubectl(t, "", "get", "resourcequota", "team-quota", "-n", ns, "-o", "jsonpath={.status.used}")
+		evidence["quota"] = map[string]any{"hard": hard, "admitted": created, "refused": name, "error": errText(err), "usedAfter": json.RawMessage(orNull(used))}
+		if err == nil || !strings.Contains(err.Error(), "exceeded quota: team-quota") {
+			t.Errorf("pod %s: want refusal by quota team-quota, got %v", name, err)
+		}
+	})
+
+	out := os.Getenv("TEAMSPACE_DAYONE_OUT")
+	if out == "" {
+		out = t.TempDir()
+	}
+	b, _ := json.MarshalIndent(evidence, "", "  ")
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(out, "dayone.json"), append(b, '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("evidence: %s\n%s", filepath.Join(out, "dayone.json"), b)
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return strings.TrimSpace(err.Error())
+}
+
+func orNull(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return "null"
+	}
+	return s
+}
