@@ -68,10 +68,27 @@ control_plane_binaries() {
 # cluster_tests runs every package under tests/; each package that needs a
 # cluster starts its own private control plane from TestMain
 # (tests/controlplane), keeps its logs if a test fails, and stops it. One
-# package at a time: two cores.
+# package at a time: two cores. tests/node boots hack/node.sh's
+# systemd-nspawn machine (TEAMSPACE_NODE_TEST=1; it brings its own control
+# plane inside the node).
 cluster_tests() {
 	step "go test ./tests/... (Kubernetes ${KUBE_VERSION} on ${TEAMSPACE_DATASTORE})"
-	go test -count=1 -p 1 -timeout 45m ./tests/...
+	ensure_node_tools
+	TEAMSPACE_NODE_TEST="${TEAMSPACE_NODE_TEST:-1}" go test -count=1 -p 1 -timeout 45m ./tests/...
+}
+
+# ensure_node_tools installs what hack/node.sh needs (systemd-nspawn,
+# debootstrap) and builds its root tarball once (cached).
+ensure_node_tools() {
+	local pkgs=()
+	command -v systemd-nspawn >/dev/null || pkgs+=(systemd-container)
+	command -v debootstrap >/dev/null || pkgs+=(debootstrap)
+	if ((${#pkgs[@]} > 0)); then
+		step "install ${pkgs[*]}"
+		apt_install "${pkgs[@]}"
+	fi
+	step "node root (hack/node.sh tree; cached)"
+	as_root hack/node.sh tree
 }
 
 main() {

@@ -80,14 +80,61 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 # --- preflight --------------------------------------------------------------
-command -v "$KUBECTL" >/dev/null || die "kubectl not found (k3s: ln -s /usr/local/bin/k3s /usr/local/bin/kubectl, or set KUBECTL)"
-if [[ $SERVICE_MANAGER == systemd ]]; then
-	[[ $(id -u) == 0 ]] || die "run as root (or SERVICE_MANAGER=none with a DESTDIR)"
-	command -v systemctl >/dev/null || die "systemctl not found; use SERVICE_MANAGER=none"
-	[[ -d /run/systemd/system ]] || die "systemd is not running as init here; use SERVICE_MANAGER=none"
-fi
-default_kubeconfig
-kc version >/dev/null 2>&1 || die "cannot reach the cluster with KUBECONFIG=$KUBECONFIG ($KUBECTL version failed)"
+# in_use ADDRESS: something accepts TCP connections on HOST:PORT.
+in_use() { (exec 3<>"/dev/tcp/${1%:*}/${1##*:}") 2>/dev/null; }
+
+# ours_running UNIT: this install's UNIT runs (so its port is ours).
+ours_running() {
+	if [[ $SERVICE_MANAGER == systemd ]]; then
+		systemctl is-active --quiet "$1.service" 2>/dev/null
+	else
+		pid_owned "$rundir/$1.pid" "$bindir/" >/dev/null
+	fi
+}
+
+# preflight checks everything that can be checked before anything is
+# changed, so that a bad input fails with one line naming the cause and
+# leaves no binary, unit or cluster object behind; a re-run after the fix
+# starts from scratch.
+preflight() {
+	command -v "$KUBECTL" >/dev/null || die "kubectl not found (k3s: ln -s /usr/local/bin/k3s /usr/local/bin/kubectl, or set KUBECTL)"
+	if [[ $SERVICE_MANAGER == systemd ]]; then
+		[[ $(id -u) == 0 ]] || die "run as root (or SERVICE_MANAGER=none with a DESTDIR)"
+		command -v systemctl >/dev/null || die "systemctl not found; use SERVICE_MANAGER=none"
+		[[ -d /run/systemd/system ]] || die "systemd is not running as init here; use SERVICE_MANAGER=none"
+	fi
+	if [[ -n ${KUBECONFIG:-} && ! -r ${KUBECONFIG%%:*} ]]; then
+		die "KUBECONFIG=$KUBECONFIG: no such readable file"
+	fi
+	default_kubeconfig
+	local server
+	server=$(kc config view --minify -o 'jsonpath={.clusters[0].cluster.server}' 2>/dev/null || true)
+	kc --request-timeout=10s version >/dev/null 2>&1 || die "cannot reach the API server ${server:-(none configured)} with KUBECONFIG=$KUBECONFIG ($KUBECTL version failed)"
+	mc_bin=${METACONTROLLER_BIN:-}
+	if [[ -z $mc_bin ]]; then
+		mc_bin=$(command -v metacontroller || true)
+	fi
+	if [[ -n $mc_bin ]]; then
+		[[ -f $mc_bin && -x $mc_bin ]] || die "METACONTROLLER_BIN=$mc_bin is not an executable file"
+	elif [[ ! -x $bindir/metacontroller ]]; then
+		die "no Metacontroller binary: download metacontroller_*_Linux_*.tar.gz of $METACONTROLLER_VERSION from https://github.com/metacontroller/metacontroller/releases and set METACONTROLLER_BIN=/path/to/metacontroller (see hack/deploy/README.md)"
+	fi
+	if [[ -n ${HOOK_BIN:-} ]]; then
+		[[ -x $HOOK_BIN ]] || die "HOOK_BIN=$HOOK_BIN is not executable"
+	else
+		command -v "$GO" >/dev/null || die "go not found: install Go (see go.mod for the version) or set HOOK_BIN"
+	fi
+	local check unit addr what
+	for check in "teamspace-hook $HOOK_ADDRESS HOOK_ADDRESS" \
+		"metacontroller $METACONTROLLER_METRICS_ADDRESS METACONTROLLER_METRICS_ADDRESS" \
+		"metacontroller $METACONTROLLER_HEALTH_ADDRESS METACONTROLLER_HEALTH_ADDRESS"; do
+		read -r unit addr what <<<"$check"
+		if in_use "$addr" && ! ours_running "$unit"; then
+			die "port $addr ($what, for $unit) is already in use by another process: stop it or choose another address (--help)"
+		fi
+	done
+}
+preflight
 
 # --- binaries ---------------------------------------------------------------
 mkdir -p "$bindir"
@@ -108,17 +155,11 @@ install_bin() {
 }
 install_bin "$tmp/teamspace-hook" teamspace-hook
 
-mc_bin=${METACONTROLLER_BIN:-}
-if [[ -z $mc_bin ]]; then
-	mc_bin=$(command -v metacontroller || true)
-fi
+# mc_bin: chosen and checked by preflight.
 if [[ -n $mc_bin ]]; then
-	[[ -x $mc_bin ]] || die "METACONTROLLER_BIN=$mc_bin is not an executable file"
 	if [[ $(readlink -f "$mc_bin") != $(readlink -f "$bindir/metacontroller" 2>/dev/null || true) ]]; then
 		install_bin "$mc_bin" metacontroller
 	fi
-elif [[ ! -x $bindir/metacontroller ]]; then
-	die "no Metacontroller binary: download metacontroller_*_Linux_*.tar.gz of $METACONTROLLER_VERSION from https://github.com/metacontroller/metacontroller/releases and set METACONTROLLER_BIN=/path/to/metacontroller (see hack/deploy/README.md)"
 fi
 
 # --- user and directories ---------------------------------------------------

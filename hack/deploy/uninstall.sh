@@ -46,10 +46,32 @@ while (($# > 0)); do
 	esac
 	shift
 done
+# nothing_installed_exit says so and exits 0 when neither this host nor the
+# cluster (when one is configured and reachable) holds anything install.sh
+# makes. The archive does not count: uninstall keeps it anyway.
+nothing_installed_exit() {
+	local f
+	for f in "$unitdir/teamspace-hook.service" "$unitdir/metacontroller.service" \
+		"$bindir/teamspace-hook" "$bindir/metacontroller" "$engine_kubeconfig"; do
+		[[ ! -e $f ]] || return 0
+	done
+	if [[ -n ${KUBECONFIG:-} || -r /etc/rancher/k3s/k3s.yaml ]]; then
+		export KUBECONFIG=${KUBECONFIG:-/etc/rancher/k3s/k3s.yaml}
+		if kc --request-timeout=10s version >/dev/null 2>&1; then
+			[[ -z $(kc get clusterrole teamspace-metacontroller --ignore-not-found -o name 2>/dev/null) ]] || return 0
+			[[ -z $(kc get crd compositecontrollers.metacontroller.k8s.io --ignore-not-found -o name 2>/dev/null) ]] ||
+				[[ -z $(kc get compositecontrollers.metacontroller.k8s.io "$TS_COMPOSITECONTROLLER" --ignore-not-found -o name 2>/dev/null) ]] || return 0
+			[[ -z $delete_teamspaces ]] || return 0
+		fi
+	fi
+	say "nothing to uninstall: no TeamSpace services, units, binaries or engine credential here${KUBECONFIG:+ and no objects of install.sh in the cluster}"
+	exit 0
+}
 load_settings
 if [[ $SERVICE_MANAGER == systemd ]]; then
 	[[ $(id -u) == 0 ]] || die "run as root (or SERVICE_MANAGER=none with a DESTDIR)"
 fi
+nothing_installed_exit
 default_kubeconfig
 cluster=yes
 if ! kc version >/dev/null 2>&1; then
