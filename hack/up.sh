@@ -5,7 +5,8 @@
 #     kube-controller-manager on loopback),
 #   - the hook, built from this checkout, archiving under the state directory,
 #   - Metacontroller as a host process using the cluster's kubeconfig,
-#   - Metacontroller's CRDs, crd.yaml and (unless --no-controller)
+#   - Metacontroller's CRDs, crd.yaml, the guard rails (hack/deploy/guardrails.yaml)
+#     and (unless --no-controller)
 #     compositecontroller.yaml, its hook URLs pointed at the local hook.
 #
 # Usage:
@@ -285,7 +286,7 @@ up() {
 	# The engine's CRDs must exist before it starts; crd.yaml before the controller.
 	say "applying Metacontroller's CRDs ($engine_crds) and crd.yaml"
 	kubectl apply -f "$engine_crds" >&2
-	kubectl apply -f "$repo/crd.yaml" >&2
+	kubectl apply -f "$repo/crd.yaml" -f "$repo/hack/deploy/guardrails.yaml" >&2
 	kubectl wait --for=condition=Established --timeout=60s \
 		crd/compositecontrollers.metacontroller.k8s.io \
 		crd/decoratorcontrollers.metacontroller.k8s.io \

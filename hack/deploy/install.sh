@@ -202,8 +202,8 @@ apply() { kc apply --server-side --force-conflicts --field-manager=teamspace-ins
 
 say "applying Metacontroller's CRDs from $METACONTROLLER_CRDS"
 apply -f "$METACONTROLLER_CRDS" >&2
-say "applying $repo/crd.yaml, $deploy_dir/rbac.yaml and $deploy_dir/roles.yaml"
-apply -f "$repo/crd.yaml" -f "$deploy_dir/rbac.yaml" -f "$deploy_dir/roles.yaml" >&2
+say "applying $repo/crd.yaml, $deploy_dir/rbac.yaml, $deploy_dir/roles.yaml and $deploy_dir/guardrails.yaml"
+apply -f "$repo/crd.yaml" -f "$deploy_dir/rbac.yaml" -f "$deploy_dir/roles.yaml" -f "$deploy_dir/guardrails.yaml" >&2
 kc wait --for=condition=Established --timeout=60s \
 	crd/compositecontrollers.metacontroller.k8s.io crd/"$TS_CRD" >&2
 

@@ -15,6 +15,8 @@ TS_TOKEN_SECRET=metacontroller-token
 TS_UNITS=(teamspace-hook metacontroller)
 TS_COMPOSITECONTROLLER=teamspace
 TS_CRD=teamspaces.platform.labhub.io
+# The CRD annotation guardrails.yaml wants before the CRD may be deleted.
+TS_ALLOW_DELETE=platform.labhub.io/allow-delete
 
 : "${prog:=deploy}"
 

@@ -8,14 +8,26 @@
 # reinstalling picks them up again. Metacontroller's CRDs are kept too (other
 # controllers may use them).
 #
+# It never strands a TeamSpace: while any TeamSpace is being deleted (has a
+# deletionTimestamp) it refuses to remove the engine that must finish that
+# deletion, and names them; with --wait it waits for them instead. Protected
+# TeamSpaces (annotation platform.labhub.io/protected: "true") are never
+# deleted by it. The guard rails (guardrails.yaml) stay while the CRD stays.
+#
 # Usage: hack/deploy/uninstall.sh [options]
 #   --delete-teamspaces  ALSO delete every TeamSpace, the TeamSpace CRD and so
 #                        (through their finalizer and owner references) every
 #                        team-* namespace the engine created with ALL their
-#                        workloads and data. The engine and hook are kept
-#                        running until the TeamSpaces are gone, so that each
-#                        deletion is archived. Asks for confirmation unless
-#                        --yes is given.
+#                        workloads and data. Refused while any TeamSpace is
+#                        protected (lift it first: kubectl annotate teamspace
+#                        NAME platform.labhub.io/protected-). The engine and
+#                        hook keep running until every TeamSpace is archived
+#                        and gone; only then are the CRD (annotated
+#                        platform.labhub.io/allow-delete=true, which the guard
+#                        rails require), the guard rails and the engine
+#                        removed. Asks for confirmation unless --yes is given.
+#   --wait               wait for TeamSpaces being deleted instead of refusing
+#   --timeout=SECONDS    how long --wait and --delete-teamspaces wait (default 300)
 #   --yes                do not ask
 #   --service-manager=systemd|none, --destdir=DIR, --prefix=DIR: as for install.sh
 #   -h, --help
@@ -31,10 +43,14 @@ usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0
 
 delete_teamspaces=""
 yes=""
+wait_deleting=""
+timeout=300
 while (($# > 0)); do
 	case $1 in
 	--delete-teamspaces) delete_teamspaces=1 ;;
 	--yes) yes=1 ;;
+	--wait) wait_deleting=1 ;;
+	--timeout=*) timeout=${1#*=} ;;
 	--service-manager=*) SERVICE_MANAGER=${1#*=} ;;
 	--destdir=*) DESTDIR=${1#*=} ;;
 	--prefix=*) PREFIX=${1#*=} ;;
@@ -68,6 +84,7 @@ nothing_installed_exit() {
 	exit 0
 }
 load_settings
+[[ $timeout =~ ^[0-9]+$ ]] || die "--timeout wants a number of seconds, not '$timeout'"
 if [[ $SERVICE_MANAGER == systemd ]]; then
 	[[ $(id -u) == 0 ]] || die "run as root (or SERVICE_MANAGER=none with a DESTDIR)"
 fi
@@ -83,8 +100,38 @@ fi
 # del: delete what exists, quietly about what does not.
 del() { kc delete --ignore-not-found --wait=true "$@" >&2; }
 
-if [[ -n $delete_teamspaces && -n $cluster ]]; then
-	n=$(kc get teamspaces.platform.labhub.io -o name 2>/dev/null | wc -l || true)
+# teamspaces_where FILTER prints the names of the TeamSpaces for which the
+# jsonpath filter holds (nothing when the CRD is not there).
+teamspaces_where() {
+	kc get teamspaces.platform.labhub.io -o jsonpath="{range .items[?($1)]}{.metadata.name}{'\n'}{end}" 2>/dev/null || true
+}
+deleting() { teamspaces_where '@.metadata.deletionTimestamp'; }
+protected() { teamspaces_where '@.metadata.annotations.platform\.labhub\.io/protected=="true"'; }
+all_teamspaces() { teamspaces_where '@.metadata.name'; }
+# one_line turns a list of names into "a, b, c".
+one_line() { paste -sd, - | sed 's/,/, /g'; }
+
+# wait_gone WHAT LISTER: wait up to $timeout s until LISTER prints nothing.
+wait_gone() {
+	local what=$1 lister=$2 left i
+	for ((i = 0; i <= timeout; i++)); do
+		left=$($lister)
+		[[ -z $left ]] && return 0
+		((i % 15 == 0)) && say "waiting for $what: $(one_line <<<"$left")"
+		sleep 1
+	done
+	die "$what still there after ${timeout}s: $(one_line <<<"$left"); nothing removed, the engine keeps running (kubectl get teamspaces; hack/deploy/status.sh)"
+}
+
+have_crd=""
+if [[ -n $cluster ]] && kc get crd "$TS_CRD" >/dev/null 2>&1; then
+	have_crd=1
+fi
+
+if [[ -n $delete_teamspaces && -n $have_crd ]]; then
+	prot=$(protected)
+	[[ -z $prot ]] || die "--delete-teamspaces: refusing, these TeamSpaces are protected: $(one_line <<<"$prot"). Lift the protection of each first (kubectl annotate teamspace NAME platform.labhub.io/protected-); nothing deleted"
+	n=$(all_teamspaces | grep -c . || true)
 	cat >&2 <<EOF
 
 ################################################################################
@@ -99,13 +146,30 @@ EOF
 		read -r -p "Type 'delete teamspaces' to go on: " answer
 		[[ $answer == "delete teamspaces" ]] || die "not confirmed; nothing deleted"
 	fi
-	if kc get crd "$TS_CRD" >/dev/null 2>&1; then
-		say "DELETING every TeamSpace (the engine finalizes each; waiting up to 5 min)"
-		kc delete teamspaces.platform.labhub.io --all --wait=true --timeout=300s >&2 ||
-			die "TeamSpaces are not all gone (is the engine running? kubectl get teamspaces); nothing else removed"
+	uids=$(kc get teamspaces.platform.labhub.io -o jsonpath="{range .items[*]}{.metadata.uid}{'\n'}{end}")
+	say "DELETING every TeamSpace (the engine archives and finalizes each; waiting up to ${timeout}s)"
+	kc delete teamspaces.platform.labhub.io --all --wait=false >&2 ||
+		die "deleting the TeamSpaces failed (one protected meanwhile?); the engine keeps running"
+	wait_gone "TeamSpaces being deleted" all_teamspaces
+	missing=0
+	for uid in $uids; do
+		grep -qs -- "\"$uid\"" "$statedir"/archive/*.json || missing=$((missing + 1))
+	done
+	if ((missing > 0)); then
+		warn "$missing of the deleted TeamSpaces have no archive record in $statedir/archive (another node's hook?)"
+	else
+		say "every deleted TeamSpace is archived in $statedir/archive"
 	fi
-	say "DELETING CRD $TS_CRD"
+	say "DELETING CRD $TS_CRD (annotated $TS_ALLOW_DELETE=true first, as the guard rails require)"
+	kc annotate --overwrite crd "$TS_CRD" "$TS_ALLOW_DELETE=true" >&2
 	del crd "$TS_CRD"
+	del -f "$deploy_dir/guardrails.yaml"
+elif [[ -n $have_crd ]]; then
+	busy=$(deleting)
+	if [[ -n $busy ]]; then
+		[[ -n $wait_deleting ]] || die "these TeamSpaces are being deleted and need the engine to finish: $(one_line <<<"$busy"). Nothing removed; run again once they are gone (kubectl get teamspaces), or with --wait"
+		wait_gone "TeamSpaces being deleted" deleting
+	fi
 fi
 
 # --- services ---------------------------------------------------------------
@@ -128,7 +192,7 @@ if [[ -n $cluster ]]; then
 	# Deleting the CompositeController does not touch TeamSpaces or their
 	# children (the engine is stopped anyway); the engine's finalizer stays on
 	# each TeamSpace until it runs again: deleting a TeamSpace in the meantime
-	# waits for a reinstall (or for `kubectl patch` removing the finalizer).
+	# waits for a reinstall, which finishes it (archive, namespace, gone).
 	say "removing CompositeController $TS_COMPOSITECONTROLLER"
 	if kc get crd compositecontrollers.metacontroller.k8s.io >/dev/null 2>&1; then
 		del compositecontrollers.metacontroller.k8s.io "$TS_COMPOSITECONTROLLER"

@@ -290,3 +290,22 @@ func TestKustomizeCompositeControllerOnlyURLs(t *testing.T) {
 		t.Errorf("hooks %v: the patch replaces customize, sync and finalize; update compositecontroller-urls.yaml", hooks)
 	}
 }
+
+// TestKustomizeGuardrails: both overlays apply the guard rails of
+// hack/deploy/guardrails.yaml unchanged (loaded from there, no copy).
+func TestKustomizeGuardrails(t *testing.T) {
+	want := readManifest(t, "hack/deploy/guardrails.yaml")
+	for _, dir := range []string{"hack/deploy/kustomize/in-cluster", "hack/deploy/kustomize/in-cluster-tls"} {
+		objs := kustomize(t, dir)
+		for _, kind := range []string{"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"} {
+			w, g := find(want, kind, "teamspace-guardrails"), find(objs, kind, "teamspace-guardrails")
+			if w == nil || g == nil {
+				t.Errorf("%s: %s teamspace-guardrails missing (in guardrails.yaml: %v)", dir, kind, w != nil)
+				continue
+			}
+			if !reflect.DeepEqual(w, g) {
+				t.Errorf("%s renders %s differently from hack/deploy/guardrails.yaml:\nwant %s\ngot  %s", dir, kind, jsonText(w), jsonText(g))
+			}
+		}
+	}
+}
