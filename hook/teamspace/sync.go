@@ -102,7 +102,7 @@ func (r *Request) childProblems(desiredNS *unstructured.Unstructured, inside []c
 	}
 	nsName := NamespaceName(r.Parent.Metadata.Name)
 	if ns := r.observedNamespace(); !childMatches(NamespaceGroup, desiredNS, ns) {
-		add(ReasonNamespaceOutOfDate, fmt.Sprintf("namespace %s has Pod Security %s, updating to %s", nsName, describeLabels(ns.Metadata.Labels), describeLabels(desiredNS.GetLabels())))
+		add(ReasonNamespaceOutOfDate, fmt.Sprintf("namespace %s has labels %s, updating to %s", nsName, describeLabels(ns.Metadata.Labels), describeLabels(desiredNS.GetLabels())))
 	}
 	wanted := map[string]bool{}
 	for _, c := range inside {
@@ -219,7 +219,9 @@ func describeHard(hard map[string]string) string {
 	return s
 }
 
-// describeLabels prints the enforced Pod Security level and version.
+// describeLabels prints the labels the hook owns on the namespace (the
+// TeamSpace label, the enforced Pod Security level and version) in a fixed
+// order, so that a hand edit of any of them is named in the status.
 func describeLabels(labels map[string]string) string {
 	get := func(k string) string {
 		if v, ok := labels[k]; ok {
@@ -227,7 +229,7 @@ func describeLabels(labels map[string]string) string {
 		}
 		return "<unset>"
 	}
-	return fmt.Sprintf("enforce=%s, enforce-version=%s", get(PodSecurityEnforceLabel), get(PodSecurityEnforceVersionLabel))
+	return fmt.Sprintf("%s=%s, enforce=%s, enforce-version=%s", TeamSpaceLabel, get(TeamSpaceLabel), get(PodSecurityEnforceLabel), get(PodSecurityEnforceVersionLabel))
 }
 
 // hasUnwantedMemory: requests.memory is still in the quota though the spec

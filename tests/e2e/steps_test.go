@@ -21,6 +21,8 @@ import (
 
 var names = []string{"alpha", "beta", "gamma", "delta"}
 
+const teamSpaceLabel = "platform.labhub.io/teamspace"
+
 // stepLeftovers removes what an earlier, interrupted run left (the
 // CompositeController is applied so that the engine can finalize them).
 func stepLeftovers(t *testing.T, w *walk) {
@@ -399,4 +401,46 @@ func stepEngineStopped(t *testing.T, w *walk) {
 // the next run removes it).
 func stepReport(t *testing.T, w *walk) {
 	w.evidence(t, "report.json", w.report)
+}
+
+// stepOwnership: what a user with edit rights on namespaces could do to
+// team-alpha's ownership (drop its ownerReferences, remove or overwrite the
+// TeamSpace label) is undone by the engine within a second each. Each edit
+// is a merge patch by the test's admin client, polled every 50 ms.
+func stepOwnership(t *testing.T, w *walk) {
+	const ns = "team-alpha"
+	owned := func(n *corev1.Namespace) bool {
+		ref := metav1.GetControllerOf(n)
+		return ownerUID(ref) == w.alphaUID && n.Labels[teamSpaceLabel] == "alpha"
+	}
+	edits := []struct{ name, patch string }{
+		{"ownerReferences removed", `{"metadata":{"ownerReferences":null}}`},
+		{"label removed", `{"metadata":{"labels":{"` + teamSpaceLabel + `":null}}}`},
+		{"label overwritten", `{"metadata":{"labels":{"` + teamSpaceLabel + `":"mallory"}}}`},
+	}
+	took := map[string]float64{}
+	for _, e := range edits {
+		start := time.Now()
+		edited, err := w.kube.CoreV1().Namespaces().Patch(w.ctx, ns, types.MergePatchType, []byte(e.patch), metav1.PatchOptions{})
+		if err != nil {
+			t.Fatalf("%s: %v", e.name, err)
+		}
+		if owned(edited) {
+			t.Fatalf("%s: the patch changed nothing (%v, labels %v)", e.name, edited.OwnerReferences, edited.Labels)
+		}
+		done := w.poll(t, ns+" owned again after "+e.name, func() bool {
+			n, err := w.kube.CoreV1().Namespaces().Get(w.ctx, ns, metav1.GetOptions{})
+			return err == nil && owned(n)
+		})
+		d := done.Sub(start)
+		t.Logf("%s: owned again after %s", e.name, d)
+		if d >= time.Second {
+			t.Errorf("%s: undone after %s, want within a second", e.name, d)
+		}
+		took[e.name] = seconds(d)
+	}
+	w.evidence(t, "ownership.json", map[string]any{
+		"undone_seconds_fractional": took,
+		"measured":                  "merge patch of namespace team-alpha, then a GET every 50 ms until its controller ownerReference is TeamSpace alpha's uid and its label platform.labhub.io/teamspace is alpha",
+	})
 }

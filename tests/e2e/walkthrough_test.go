@@ -69,6 +69,7 @@ var steps = []struct {
 	{"3-reconcile", stepReconcile},
 	{"4-new-teamspace", stepNewTeamSpace},
 	{"5-drift", stepDrift},
+	{"5b-ownership", stepOwnership},
 	{"6-deletion", stepDeletion},
 	{"7-engine-stopped", stepEngineStopped},
 	{"8-report", stepReport},
