@@ -265,6 +265,11 @@ func TestNode(t *testing.T) {
 		} else {
 			t.Logf("archive record gone.json: owner and mode %s", got)
 		}
+		t.Run("the walkthrough inside the node", func(t *testing.T) {
+			m := *m
+			m.t = t
+			m.walkthrough()
+		})
 		// Changed while the engine (then the whole node) is down.
 		m.sh(`systemctl stop metacontroller && kubectl patch teamspace keep --type=merge -p '{"spec":{"pods":3}}' >/dev/null`)
 		if out, err := m.run(5*time.Minute, "stop"); err != nil {
@@ -308,4 +313,26 @@ func TestNode(t *testing.T) {
 			t.Errorf("second uninstall.sh: %q, want 'nothing to uninstall'", got)
 		}
 	})
+}
+
+// walkthrough runs tests/e2e's TestWalkthrough inside the node against the
+// installed services, as a user on k3s would: the test binary is built on
+// the host (static, the node has Go but a cold build cache) into the node's
+// root, pointed at the node's checkout, its kubeconfig, the hook's port and
+// the archive, and it stops and starts the engine with systemctl.
+func (m *machine) walkthrough() {
+	m.t.Helper()
+	bin := filepath.Join(m.state, "root", "root", "e2e.test")
+	build := exec.Command("go", "test", "-c", "-o", bin, "./tests/e2e")
+	build.Dir = testenv.RepoRoot()
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		m.t.Fatalf("building the walkthrough: %v\n%s", err, out)
+	}
+	start := time.Now()
+	out := m.sh(`TEAMSPACE_REPO=/root/teamspace WALKTHROUGH_CLUSTER=current WALKTHROUGH_OUT=/root/walkthrough ` +
+		`KUBECONFIG=/etc/rancher/k3s/k3s.yaml TEAMSPACE_HOOK_URL=http://127.0.0.1:8080 TEAMSPACE_ARCHIVE_DIR=/var/lib/teamspace/archive ` +
+		`ENGINE_STOP='systemctl stop metacontroller' ENGINE_START='systemctl start metacontroller' ` +
+		`/root/e2e.test -test.run '^TestWalkthrough$' -test.v -test.timeout 30m 2>&1 | tail -n 40; exit "${PIPESTATUS[0]}"`)
+	m.t.Logf("walkthrough inside the node passed in %s:\n%s", time.Since(start).Round(100*time.Millisecond), out)
 }

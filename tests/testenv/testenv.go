@@ -19,9 +19,14 @@ import (
 	"time"
 )
 
-// RepoRoot is the repository's top directory, found from this source file
-// (so it does not depend on the test's working directory).
+// RepoRoot is the repository's top directory: TEAMSPACE_REPO if set (a test
+// binary run where its sources are not, as tests/node runs the walkthrough
+// inside the node), else found from this source file (so it does not depend
+// on the test's working directory).
 func RepoRoot() string {
+	if dir := os.Getenv("TEAMSPACE_REPO"); dir != "" {
+		return dir
+	}
 	_, file, _, ok := runtime.Caller(0)
 	if !ok {
 		panic("testenv: cannot locate its own source file")

@@ -1,0 +1,226 @@
+#!/usr/bin/env bash
+# hack/deploy/status.sh: an operator's report on TeamSpaces and the archive.
+#
+# Prints two tables:
+#   TeamSpaces       NAME, READY (status of condition Ready), REASON, AGE,
+#                    PROTECTED (annotation platform.labhub.io/protected is
+#                    "true"), DELETING: for a TeamSpace with a
+#                    deletionTimestamp, what its deletion waits for (the
+#                    finalizers still on it, and whether namespace
+#                    team-<name> still exists or is Terminating); "-" otherwise.
+#   Archive records  NAME, UID, FILE, DELETED AT (the record's
+#                    deletionTimestamp, else the file's mtime), oldest first.
+#                    A file that is not a record is listed as (unreadable).
+# A missing, empty or unreadable archive directory is reported in one line;
+# the report goes on. It changes nothing.
+#
+# Usage: hack/deploy/status.sh [options]
+#   --archive-dir DIR    the hook's --archive-dir (default
+#                        $DESTDIR/var/lib/teamspace/archive, as install.sh)
+#   --kubeconfig FILE    kubeconfig to use (default $KUBECONFIG, else
+#                        /etc/rancher/k3s/k3s.yaml when readable, else kubectl's
+#                        own default)
+#   -h, --help
+# Environment: KUBECONFIG, TEAMSPACE_ARCHIVE_DIR (as --archive-dir; hack/up.sh
+# sets it), DESTDIR, KUBECTL.
+# Exits 1 with a one-line error when the API server cannot be reached.
+set -euo pipefail
+export LC_ALL=C
+prog=status.sh
+# shellcheck source=hack/deploy/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//'; }
+
+archive_dir=${TEAMSPACE_ARCHIVE_DIR:-}
+kubeconfig=""
+while (($# > 0)); do
+	case $1 in
+	--archive-dir=*) archive_dir=${1#*=} ;;
+	--archive-dir)
+		(($# > 1)) || die "--archive-dir wants a directory"
+		archive_dir=$2
+		shift
+		;;
+	--kubeconfig=*) kubeconfig=${1#*=} ;;
+	--kubeconfig)
+		(($# > 1)) || die "--kubeconfig wants a file"
+		kubeconfig=$2
+		shift
+		;;
+	-h | --help)
+		usage
+		exit 0
+		;;
+	*) die "unknown argument '$1' (see --help)" ;;
+	esac
+	shift
+done
+load_settings
+archive_dir=${archive_dir:-$statedir/archive}
+if [[ -n $kubeconfig ]]; then
+	export KUBECONFIG=$kubeconfig
+elif [[ -z ${KUBECONFIG:-} && -r /etc/rancher/k3s/k3s.yaml ]]; then
+	export KUBECONFIG=/etc/rancher/k3s/k3s.yaml
+fi
+
+# table prints tab-separated rows (the first is the header) as aligned
+# columns, three spaces apart, the last column unpadded.
+table() {
+	awk -F'\t' '
+		{ for (i = 1; i <= NF; i++) { cell[NR, i] = $i; if (length($i) > w[i]) w[i] = length($i) } n[NR] = NF }
+		END {
+			for (r = 1; r <= NR; r++) {
+				line = ""
+				for (i = 1; i < n[r]; i++) line = line sprintf("%-" w[i] "s   ", cell[r, i])
+				print line cell[r, n[r]]
+			}
+		}'
+}
+
+# age SECONDS prints a duration as kubectl does, roughly: 42s, 7m, 5h, 3d.
+age() {
+	local s=$1
+	if ((s < 120)); then
+		printf '%ds' "$s"
+	elif ((s < 7200)); then
+		printf '%dm' $((s / 60))
+	elif ((s < 172800)); then
+		printf '%dh' $((s / 3600))
+	else
+		printf '%dd' $((s / 86400))
+	fi
+}
+
+# --- the API server -----------------------------------------------------------
+where="KUBECONFIG=${KUBECONFIG:-(kubectl default)}"
+if ! err=$(kc --request-timeout=10s get --raw=/version 2>&1 >/dev/null </dev/null); then
+	die "cannot reach the API server ($where): $(grep . <<<"$err" | tail -n 1)"
+fi
+
+# --- TeamSpaces ---------------------------------------------------------------
+now=$(date -u +%s)
+printf 'TeamSpaces (%s):\n' "$where"
+# One line each: name|ready|reason|created|deletionTimestamp|finalizers|protected.
+# None of the fields but the annotation (last, read whole) can hold a '|'.
+jp='{range .items[*]}{.metadata.name}{"|"}{.status.conditions[?(@.type=="Ready")].status}{"|"}'
+jp+='{.status.conditions[?(@.type=="Ready")].reason}{"|"}{.metadata.creationTimestamp}{"|"}'
+jp+='{.metadata.deletionTimestamp}{"|"}{.metadata.finalizers[*]}{"|"}'
+jp+='{.metadata.annotations.platform\.labhub\.io/protected}{"\n"}{end}'
+if ! list=$(kc get "$TS_CRD" -o jsonpath="$jp" 2>&1); then
+	if grep -q "doesn't have a resource type" <<<"$list"; then
+		echo "  none: CRD $TS_CRD is not installed"
+		list=""
+		no_crd=1
+	else
+		die "listing TeamSpaces failed: $(grep . <<<"$list" | tail -n 1)"
+	fi
+fi
+if [[ -z $list ]]; then
+	[[ -n ${no_crd:-} ]] || echo "  none"
+else
+	declare -A ns_phase=()
+	if grep -q '^[^|]*|[^|]*|[^|]*|[^|]*|[^|]' <<<"$list"; then
+		# Somebody is deleting: which team namespaces exist, in which phase.
+		while IFS='|' read -r ns phase; do
+			ns_phase[$ns]=${phase:-Unknown}
+		done < <(kc get namespaces -o jsonpath='{range .items[*]}{.metadata.name}{"|"}{.status.phase}{"\n"}{end}')
+	fi
+	rows=$'NAME\tREADY\tREASON\tAGE\tPROTECTED\tDELETING\n'
+	total=0 deleting=0 protected=0
+	while IFS='|' read -r name ready reason created deleted finalizers prot; do
+		[[ -n $name ]] || continue
+		total=$((total + 1))
+		a=-
+		if [[ -n $created ]] && c=$(date -u -d "$created" +%s 2>/dev/null); then
+			a=$(age $((now > c ? now - c : 0)))
+		fi
+		p=no
+		if [[ $prot == true ]]; then
+			p=yes
+			protected=$((protected + 1))
+		fi
+		d=-
+		if [[ -n $deleted ]]; then
+			deleting=$((deleting + 1))
+			ns=team-$name
+			if [[ -n $finalizers ]]; then
+				d="since $deleted; finalizers: ${finalizers// /, }"
+			else
+				d="since $deleted; finalizers: none"
+			fi
+			if [[ -v "ns_phase[$ns]" ]]; then
+				if [[ ${ns_phase[$ns]} == Terminating ]]; then
+					d+="; namespace $ns Terminating"
+				else
+					d+="; namespace $ns exists (${ns_phase[$ns]})"
+				fi
+			else
+				d+="; namespace $ns gone"
+			fi
+		fi
+		rows+=$(printf '%s\t%s\t%s\t%s\t%s\t%s' "$name" "${ready:--}" "${reason:--}" "$a" "$p" "$d")$'\n'
+	done <<<"$list"
+	printf '%s' "$rows" | table | sed 's/^/  /'
+	printf '  %s TeamSpaces, %s being deleted, %s protected\n' "$total" "$deleting" "$protected"
+fi
+
+# --- archive ------------------------------------------------------------------
+echo
+# json_string FILE KEY prints the string value of KEY in the flat JSON object
+# the hook writes (encoding/json: no escapes in names, uids or timestamps).
+json_string() {
+	{ tr -d '\n\r' <"$1" | grep -o "\"$2\"[[:space:]]*:[[:space:]]*\"[^\"\\\\]*\"" || true; } |
+		head -n 1 | sed 's/^.*:[[:space:]]*"\(.*\)"$/\1/'
+}
+# is_object FILE: the file is one JSON object (starts with '{', ends with '}').
+is_object() {
+	local body
+	body=$(tr -d ' \t\n\r' <"$1") || return 1
+	[[ $body == \{*\} ]]
+}
+printf 'Archive records (%s):\n' "$archive_dir"
+if [[ ! -e $archive_dir ]]; then
+	echo "  none: $archive_dir does not exist (no TeamSpace archived here yet, or not the hook's --archive-dir)"
+elif [[ ! -d $archive_dir ]]; then
+	echo "  none: $archive_dir is not a directory"
+elif [[ ! -r $archive_dir || ! -x $archive_dir ]]; then
+	echo "  cannot read $archive_dir (permission denied: run as root or as the hook's user)"
+else
+	shopt -s nullglob
+	files=("$archive_dir"/*.json)
+	shopt -u nullglob
+	if ((${#files[@]} == 0)); then
+		echo "  none: $archive_dir holds no records"
+	else
+		unreadable=0
+		rows=""
+		for f in "${files[@]}"; do
+			base=${f##*/}
+			mtime=$(date -u -r "$f" +%Y-%m-%dT%H:%M:%SZ 2>/dev/null || echo "?")
+			name="" uid="" at=""
+			if [[ -f $f && -r $f ]] && is_object "$f"; then
+				uid=$(json_string "$f" uid)
+				name=$(json_string "$f" name)
+				at=$(json_string "$f" deletionTimestamp)
+			fi
+			# Sort key first (the time), cut off before printing.
+			if [[ -z $uid ]]; then
+				unreadable=$((unreadable + 1))
+				rows+=$(printf '%s\t%s\t%s\t%s\t%s (file mtime)' "$mtime" "${base%%.*}" "(unreadable)" "$base" "$mtime")$'\n'
+			elif [[ -n $at ]]; then
+				rows+=$(printf '%s\t%s\t%s\t%s\t%s' "$at" "${name:-${base%%.*}}" "$uid" "$base" "$at")$'\n'
+			else
+				rows+=$(printf '%s\t%s\t%s\t%s\t%s (file mtime)' "$mtime" "${name:-${base%%.*}}" "$uid" "$base" "$mtime")$'\n'
+			fi
+		done
+		{
+			printf 'NAME\tUID\tFILE\tDELETED AT\n'
+			printf '%s' "$rows" | sort -t $'\t' -k1,1 -k4,4 | cut -f2-
+		} | table | sed 's/^/  /'
+		n=${#files[@]}
+		printf '  %s record%s' "$n" "$( ((n == 1)) || echo s)"
+		((unreadable == 0)) || printf ', %s unreadable (not a TeamSpace record)' "$unreadable"
+		printf '\n'
+	fi
+fi
