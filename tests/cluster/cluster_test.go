@@ -40,10 +40,10 @@ func TestMain(m *testing.M) { os.Exit(controlplane.Main(m)) }
 // needCluster skips the test when TestMain started no control plane.
 func needCluster(t *testing.T) { t.Helper(); controlplane.Need(t) }
 
-func repoRoot(t *testing.T) string { return testenv.RepoRoot() }
+func repoRoot(t testing.TB) string { return testenv.RepoRoot() }
 
 // suffix returns a random lowercase hex string of n characters.
-func suffix(t *testing.T, n int) string {
+func suffix(t testing.TB, n int) string {
 	t.Helper()
 	b := make([]byte, (n+1)/2)
 	if _, err := rand.Read(b); err != nil {
@@ -54,7 +54,7 @@ func suffix(t *testing.T, n int) string {
 
 // kubectl runs kubectl with stdin (may be empty) and returns its stdout;
 // on failure the error (a testenv.Result) holds its stderr.
-func kubectl(t *testing.T, stdin string, args ...string) (string, error) {
+func kubectl(t testing.TB, stdin string, args ...string) (string, error) {
 	t.Helper()
 	var in []byte
 	if stdin != "" {
@@ -68,7 +68,7 @@ func kubectl(t *testing.T, stdin string, args ...string) (string, error) {
 }
 
 // mustKubectl is kubectl that fails the test on error.
-func mustKubectl(t *testing.T, stdin string, args ...string) string {
+func mustKubectl(t testing.TB, stdin string, args ...string) string {
 	t.Helper()
 	out, err := kubectl(t, stdin, args...)
 	if err != nil {
@@ -125,7 +125,7 @@ func eventually(timeout, interval time.Duration, cond func() bool) bool {
 
 // installCRD applies crd.yaml from the repository root and waits until it
 // is Established. It is idempotent and leaves the CRD installed.
-func installCRD(t *testing.T) {
+func installCRD(t testing.TB) {
 	t.Helper()
 	crd := filepath.Join(repoRoot(t), "crd.yaml")
 	if _, err := os.Stat(crd); err != nil {

@@ -19,7 +19,7 @@ const (
 // API server enforces it (a policy takes a moment to be loaded); it is
 // removed again when the test ends, so that other tests see the cluster as
 // they found it.
-func installGuardrails(t *testing.T) {
+func installGuardrails(t testing.TB) {
 	t.Helper()
 	installCRD(t)
 	file := filepath.Join(repoRoot(t), "hack", "deploy", "guardrails.yaml")

@@ -1,0 +1,107 @@
+package cluster_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/labhub/teamspace/tests/controlplane"
+)
+
+var teamSpaces = schema.GroupVersionResource{Group: "platform.labhub.io", Version: "v1alpha1", Resource: "teamspaces"}
+
+// BenchmarkAdmission measures what the guard rails (hack/deploy/guardrails.yaml,
+// a ValidatingAdmissionPolicy) add to TeamSpace writes: the same create,
+// update and delete with the policy absent and enforced, one client, one
+// request at a time, so ns/op is the request's latency through admission.
+// Create and delete are server dry runs (admission runs, nothing is
+// stored); update is a real annotation write. Run it with
+//
+//	go test -run '^$' -bench Admission -benchtime 300x -count 5 ./tests/cluster
+func BenchmarkAdmission(b *testing.B) {
+	cp := controlplane.Need(b)
+	installCRD(b)
+	cfg, err := clientcmd.BuildConfigFromFlags("", cp.Kubeconfig)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg.QPS, cfg.Burst = 1e6, 1e6 // the client's rate limiter must not be what is measured
+	dyn := dynamic.NewForConfigOrDie(cfg).Resource(teamSpaces)
+	ctx := context.Background()
+	name := "bench-admission-" + suffix(b, 6)
+	obj := func(n string) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": groupVersion, "kind": "TeamSpace",
+			"metadata": map[string]any{"name": n}, "spec": map[string]any{"pods": int64(1)},
+		}}
+	}
+	if _, err := dyn.Create(ctx, obj(name), metav1.CreateOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = dyn.Delete(ctx, name, metav1.DeleteOptions{}) })
+	dryRun := []string{metav1.DryRunAll}
+	ops := []struct {
+		op  string
+		run func(i int) error
+	}{
+		{"create", func(i int) error {
+			_, err := dyn.Create(ctx, obj(fmt.Sprintf("%s-%d", name, i)), metav1.CreateOptions{DryRun: dryRun})
+			return err
+		}},
+		{"update", func(i int) error {
+			patch := fmt.Sprintf(`{"metadata":{"annotations":{"bench":"%d"}}}`, i)
+			_, err := dyn.Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+			return err
+		}},
+		{"delete", func(int) error { return dyn.Delete(ctx, name, metav1.DeleteOptions{DryRun: dryRun}) }},
+	}
+	// Warm up the API server's paths (the first policy measured would
+	// otherwise also pay for caches being filled).
+	for i := range 100 {
+		for _, o := range ops {
+			if err := o.run(i); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	for _, policy := range []string{"absent", "enforced"} {
+		if policy == "enforced" {
+			installGuardrails(b)
+		} else {
+			removeGuardrails(b)
+		}
+		for _, o := range ops {
+			b.Run("policy="+policy+"/"+o.op, func(b *testing.B) {
+				for i := 0; b.Loop(); i++ {
+					if err := o.run(i); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// removeGuardrails deletes the policy if present and waits until the API
+// server no longer enforces it.
+func removeGuardrails(b testing.TB) {
+	b.Helper()
+	mustKubectl(b, "", "delete", "--ignore-not-found", "-f", filepath.Join(repoRoot(b), "hack", "deploy", "guardrails.yaml"))
+	probe := annotated(teamSpace("guard-probe", map[string]any{"pods": 1}), protectedKey, "yes")
+	if !eventually(30*time.Second, 200*time.Millisecond, func() bool {
+		_, err := kubectl(b, probe, "create", "--dry-run=server", "-f", "-")
+		return err == nil || !strings.Contains(err.Error(), "teamspace-guardrails")
+	}) {
+		b.Fatal("the guard-rails policy is still enforced 30s after deleting it")
+	}
+}
