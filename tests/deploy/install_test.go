@@ -118,6 +118,39 @@ func httpOK(url string) error {
 	return nil
 }
 
+// testInstall is one SERVICE_MANAGER=none install into a temporary DESTDIR
+// on free ports: the environment for install.sh and uninstall.sh, where its
+// pid files go, and whether the engine is the real one.
+type testInstall struct {
+	env          []string
+	destdir, run string
+	real         bool
+	hookAddr     string
+}
+
+func newInstall(t *testing.T, crds string) testInstall {
+	t.Helper()
+	engine, real := engineBinary(t)
+	destdir := t.TempDir()
+	hookAddr, metricsAddr, healthAddr := freePort(t), freePort(t), freePort(t)
+	return testInstall{
+		env: []string{
+			"SERVICE_MANAGER=none",
+			"DESTDIR=" + destdir,
+			"PREFIX=/usr/local",
+			"METACONTROLLER_BIN=" + engine,
+			"METACONTROLLER_CRDS=" + crds,
+			"HOOK_ADDRESS=" + hookAddr,
+			"METACONTROLLER_METRICS_ADDRESS=" + metricsAddr,
+			"METACONTROLLER_HEALTH_ADDRESS=" + healthAddr,
+		},
+		destdir:  destdir,
+		run:      filepath.Join(destdir, "run", "teamspace"),
+		real:     real,
+		hookAddr: hookAddr,
+	}
+}
+
 // TestInstallUninstall runs install.sh twice (idempotent) and uninstall.sh
 // with SERVICE_MANAGER=none into a temporary DESTDIR against the live
 // cluster, and checks what they leave behind. With METACONTROLLER_BIN the
@@ -131,21 +164,9 @@ func TestInstallUninstall(t *testing.T) {
 			t.Skipf("%v already exists in this cluster (an installed TeamSpace?): not installing over it", obj)
 		}
 	}
-	engine, real := engineBinary(t)
-	destdir := t.TempDir()
-	hookAddr, metricsAddr, healthAddr := freePort(t), freePort(t), freePort(t)
-	env := []string{
-		"SERVICE_MANAGER=none",
-		"DESTDIR=" + destdir,
-		"PREFIX=/usr/local",
-		"METACONTROLLER_BIN=" + engine,
-		"METACONTROLLER_CRDS=" + crds,
-		"HOOK_ADDRESS=" + hookAddr,
-		"METACONTROLLER_METRICS_ADDRESS=" + metricsAddr,
-		"METACONTROLLER_HEALTH_ADDRESS=" + healthAddr,
-	}
+	in := newInstall(t, crds)
+	env, destdir, run, real, hookAddr := in.env, in.destdir, in.run, in.real, in.hookAddr
 	const ts = "deploy-test-keep"
-	run := filepath.Join(destdir, "run", "teamspace")
 	t.Cleanup(func() {
 		// Whatever happened: stop our processes, remove our objects.
 		deployScript(t, env, "uninstall.sh")
