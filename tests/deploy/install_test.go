@@ -10,49 +10,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/labhub/teamspace/tests/testenv"
 )
-
-// stubEngine is a stand-in for Metacontroller when METACONTROLLER_BIN is not
-// set: it fails unless --kubeconfig names a readable file, serves /healthz
-// on --health-probe-bind-address and exits on SIGTERM. Enough for the
-// install/uninstall plumbing.
-const stubEngine = `package main
-
-import (
-	"fmt"
-	"net/http"
-	"os"
-	"os/signal"
-	"strings"
-	"syscall"
-)
-
-func main() {
-	var health, kubeconfig string
-	for _, a := range os.Args[1:] {
-		if v, ok := strings.CutPrefix(a, "--health-probe-bind-address="); ok {
-			health = v
-		}
-		if v, ok := strings.CutPrefix(a, "--kubeconfig="); ok {
-			kubeconfig = v
-		}
-	}
-	if _, err := os.ReadFile(kubeconfig); err != nil {
-		fmt.Fprintln(os.Stderr, "stub: --kubeconfig:", err)
-		os.Exit(1)
-	}
-	http.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
-	go func() {
-		if err := http.ListenAndServe(health, nil); err != nil {
-			fmt.Fprintln(os.Stderr, "stub:", err)
-			os.Exit(1)
-		}
-	}()
-	c := make(chan os.Signal, 1)
-	signal.Notify(c, syscall.SIGTERM, os.Interrupt)
-	<-c
-}
-`
 
 // engineBinary is METACONTROLLER_BIN, or a stub built for the test (real
 // reports whether it is the real engine).
@@ -61,20 +21,7 @@ func engineBinary(t *testing.T) (bin string, real bool) {
 	if b := os.Getenv("METACONTROLLER_BIN"); b != "" {
 		return b, true
 	}
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(stubEngine), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module stub\n\ngo 1.22\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	bin = filepath.Join(dir, "metacontroller")
-	if r := runCmd(ctx, dir, []string{"CGO_ENABLED=0", "GOFLAGS=-mod=mod", "GOWORK=off"}, nil, "go", "build", "-o", bin, "."); r.err != nil {
-		t.Fatalf("building the stub engine: %v", r)
-	}
-	return bin, false
+	return testenv.StubEngine(t), false
 }
 
 // deployScript runs hack/deploy/<script> with env.

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/labhub/teamspace/tests/watchtiming"
 )
@@ -444,3 +448,93 @@ func stepOwnership(t *testing.T, w *walk) {
 		"measured":                  "merge patch of namespace team-alpha, then a GET every 50 ms until its controller ownerReference is TeamSpace alpha's uid and its label platform.labhub.io/teamspace is alpha",
 	})
 }
+
+// stepDayOne: what a team can do in its namespace on day one (issue #13),
+// as the team would, through an impersonated client: once alpha names ann
+// as its owner, ann creates a pod without requests and it is admitted with
+// the LimitRange's default request; a privileged pod is refused by Pod
+// Security (baseline); someone else cannot create pods there; and pod
+// number spec.pods + 1 of the default size is refused by the quota.
+func stepDayOne(t *testing.T, w *walk) {
+	const ns = "team-alpha"
+	w.patchTeamSpace(t, "alpha", `{"spec":{"owners":[{"kind":"User","name":"ann"}]}}`)
+	w.poll(t, "alpha Ready with owner ann", func() bool { return w.observedCurrent("alpha") && w.ready("alpha") })
+	as := func(user string) kubernetes.Interface {
+		cfg := rest.CopyConfig(w.cfg)
+		cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+		return kubernetes.NewForConfigOrDie(cfg)
+	}
+	ann, mallory := as("ann"), as("mallory")
+	pod := func(name string, privileged bool) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "c", Image: "registry.invalid/none"}},
+		}}
+		if privileged {
+			// Privileged and a hostPath volume: baseline forbids both. The
+			// test API server also refuses privileged by itself
+			// (--allow-privileged defaults to false; k3s sets it true), so
+			// the hostPath is what shows Pod Security at work.
+			p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptrTo(true)}
+			p.Spec.Volumes = []corev1.Volume{{Name: "host", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}}}
+		}
+		return p
+	}
+	lr, err := w.kube.CoreV1().LimitRanges(ns).Get(w.ctx, "team-defaults", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("LimitRange team-defaults: %v", err)
+	}
+	wantCPU := lr.Spec.Limits[0].DefaultRequest.Cpu().String()
+	pods, err := strconv.Atoi(w.quotaPods(ns))
+	if err != nil {
+		t.Fatalf("quota pods %q: %v", w.quotaPods(ns), err)
+	}
+
+	first, err := ann.CoreV1().Pods(ns).Create(w.ctx, pod("day-one-0", false), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("owner ann creating a pod without requests: %v", err)
+	}
+	gotCPU := first.Spec.Containers[0].Resources.Requests.Cpu().String()
+	if gotCPU != wantCPU {
+		t.Errorf("the admitted pod requests cpu %s, want the LimitRange's default %s", gotCPU, wantCPU)
+	}
+	_, privErr := ann.CoreV1().Pods(ns).Create(w.ctx, pod("day-one-privileged", true), metav1.CreateOptions{})
+	if privErr == nil {
+		t.Error("a privileged pod was admitted in a baseline namespace")
+	}
+	hostPath := pod("day-one-hostpath", true)
+	hostPath.Spec.Containers[0].SecurityContext = nil
+	_, hostPathErr := ann.CoreV1().Pods(ns).Create(w.ctx, hostPath, metav1.CreateOptions{})
+	if hostPathErr == nil || !strings.Contains(hostPathErr.Error(), "PodSecurity") {
+		t.Errorf("a hostPath pod under baseline: %v, want refused by PodSecurity", hostPathErr)
+	}
+	_, strangerErr := mallory.CoreV1().Pods(ns).Create(w.ctx, pod("day-one-mallory", false), metav1.CreateOptions{})
+	if !apierrors.IsForbidden(strangerErr) {
+		t.Errorf("non-owner mallory creating a pod: %v, want Forbidden", strangerErr)
+	}
+	for i := 1; i < pods; i++ {
+		if _, err := ann.CoreV1().Pods(ns).Create(w.ctx, pod(fmt.Sprintf("day-one-%d", i), false), metav1.CreateOptions{}); err != nil {
+			t.Fatalf("pod %d of %d (default size): %v", i+1, pods, err)
+		}
+	}
+	_, overErr := ann.CoreV1().Pods(ns).Create(w.ctx, pod("day-one-over", false), metav1.CreateOptions{})
+	if overErr == nil || !strings.Contains(overErr.Error(), "exceeded quota") {
+		t.Errorf("pod %d with a quota of %d pods: %v, want refused by the quota", pods+1, pods, overErr)
+	}
+	if err := w.kube.CoreV1().Pods(ns).DeleteCollection(w.ctx, metav1.DeleteOptions{GracePeriodSeconds: ptrTo(int64(0))}, metav1.ListOptions{}); err != nil {
+		t.Errorf("removing the day-one pods: %v", err)
+	}
+	errText := func(err error) string {
+		if err == nil {
+			return ""
+		}
+		return err.Error()
+	}
+	w.evidence(t, "day-one.json", map[string]any{
+		"owner": "ann", "default_request_cpu": wantCPU, "admitted_pod_request_cpu": gotCPU,
+		"privileged_pod_refused": errText(privErr), "hostpath_pod_refused": errText(hostPathErr), "non_owner_refused": errText(strangerErr),
+		"quota_pods": pods, "pod_over_quota_refused": errText(overErr),
+		"measured": "pods created in team-alpha through clients impersonating ann (owner) and mallory (not an owner); no kubelet runs them",
+	})
+}
+
+func ptrTo[T any](v T) *T { return &v }

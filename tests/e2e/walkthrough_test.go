@@ -39,6 +39,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
@@ -70,6 +71,7 @@ var steps = []struct {
 	{"4-new-teamspace", stepNewTeamSpace},
 	{"5-drift", stepDrift},
 	{"5b-ownership", stepOwnership},
+	{"5c-day-one", stepDayOne},
 	{"6-deletion", stepDeletion},
 	{"7-engine-stopped", stepEngineStopped},
 	{"8-report", stepReport},
@@ -82,6 +84,7 @@ type walk struct {
 	repo, out string
 	env       map[string]string // KUBECONFIG, TEAMSPACE_HOOK_URL, TEAMSPACE_ARCHIVE_DIR, TEAMSPACE_STATE
 	kube      kubernetes.Interface
+	cfg       *rest.Config // the admin's, for clients that impersonate
 	dyn       dynamic.Interface
 	resync    int64
 	timeout   time.Duration
@@ -152,6 +155,7 @@ func setUp(t *testing.T) *walk {
 		t.Fatal(err)
 	}
 	cfg.QPS, cfg.Burst = 50, 100
+	w.cfg = cfg
 	w.kube = kubernetes.NewForConfigOrDie(cfg)
 	w.dyn = dynamic.NewForConfigOrDie(cfg)
 	return w
@@ -398,6 +402,21 @@ func (w *walk) observedCurrent(name string) bool {
 	}
 	obs, _, _ := unstructured.NestedInt64(ts.Object, "status", "observedGeneration")
 	return obs == ts.GetGeneration()
+}
+
+// ready: the TeamSpace's Ready condition is True.
+func (w *walk) ready(name string) bool {
+	ts, err := w.teamSpace(name)
+	if err != nil {
+		return false
+	}
+	conds, _, _ := unstructured.NestedSlice(ts.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] == "Ready" {
+			return m["status"] == "True"
+		}
+	}
+	return false
 }
 
 func has(list []string, s string) bool {

@@ -109,50 +109,6 @@ func (m *machine) sh(script string) string {
 	return strings.TrimSpace(out)
 }
 
-const stubEngine = `package main
-
-import (
-	"fmt"
-	"net/http"
-	"os"
-	"strings"
-)
-
-func main() {
-	var health, kubeconfig string
-	for _, a := range os.Args[1:] {
-		if v, ok := strings.CutPrefix(a, "--health-probe-bind-address="); ok {
-			health = v
-		}
-		if v, ok := strings.CutPrefix(a, "--kubeconfig="); ok {
-			kubeconfig = v
-		}
-	}
-	if _, err := os.ReadFile(kubeconfig); err != nil {
-		fmt.Fprintln(os.Stderr, "stub: --kubeconfig:", err)
-		os.Exit(1)
-	}
-	http.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
-	if err := http.ListenAndServe(health, nil); err != nil {
-		fmt.Fprintln(os.Stderr, "stub:", err)
-		os.Exit(1)
-	}
-}
-`
-
-func stubBinary(t *testing.T) string {
-	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "main.go"), []byte(stubEngine), 0o644)
-	os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module stub\n\ngo 1.22\n"), 0o644)
-	cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "metacontroller"), ".")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOWORK=off", "GOFLAGS=-mod=mod")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building the stub engine: %v\n%s", err, out)
-	}
-	return filepath.Join(dir, "metacontroller")
-}
-
 // waitIn polls a shell condition inside the node.
 func (m *machine) waitIn(timeout time.Duration, what, cond string) time.Duration {
 	m.t.Helper()
@@ -175,7 +131,7 @@ func TestNode(t *testing.T) {
 	}
 	engine, real := os.Getenv("METACONTROLLER_BIN"), true
 	if engine == "" {
-		engine, real = stubBinary(t), false
+		engine, real = testenv.StubEngine(t), false
 		t.Log("METACONTROLLER_BIN not set: the engine unit runs a stub (health endpoint only); the walkthrough-free engine checks and the reboot catch-up are skipped")
 	}
 	before := hostState(t)
