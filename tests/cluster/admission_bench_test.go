@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -97,11 +96,7 @@ func BenchmarkAdmission(b *testing.B) {
 func removeGuardrails(b testing.TB) {
 	b.Helper()
 	mustKubectl(b, "", "delete", "--ignore-not-found", "-f", filepath.Join(repoRoot(b), "hack", "deploy", "guardrails.yaml"))
-	probe := annotated(teamSpace("guard-probe", map[string]any{"pods": 1}), protectedKey, "yes")
-	if !eventually(30*time.Second, 200*time.Millisecond, func() bool {
-		_, err := kubectl(b, probe, "create", "--dry-run=server", "-f", "-")
-		return err == nil || !strings.Contains(err.Error(), "teamspace-guardrails")
-	}) {
+	if !eventually(30*time.Second, 200*time.Millisecond, func() bool { return !guardrailsEnforced(b) }) {
 		b.Fatal("the guard-rails policy is still enforced 30s after deleting it")
 	}
 }

@@ -29,13 +29,18 @@ func installGuardrails(t testing.TB) {
 			t.Logf("cleanup: %v", err)
 		}
 	})
-	probe := annotated(teamSpace("guard-probe", map[string]any{"pods": 1}), protectedKey, "yes")
-	if !eventually(30*time.Second, 200*time.Millisecond, func() bool {
-		_, err := kubectl(t, probe, "create", "--dry-run=server", "-f", "-")
-		return err != nil && strings.Contains(err.Error(), "teamspace-guardrails")
-	}) {
+	if !eventually(30*time.Second, 200*time.Millisecond, func() bool { return guardrailsEnforced(t) }) {
 		t.Fatal("the guard-rails policy is not enforced 30s after applying it")
 	}
+}
+
+// guardrailsEnforced tells whether the API server enforces the guard-rails
+// policy now: a server dry run of a TeamSpace with a malformed protected
+// annotation is refused by it.
+func guardrailsEnforced(t testing.TB) bool {
+	probe := annotated(teamSpace("guard-probe", map[string]any{"pods": 1}), protectedKey, "yes")
+	_, err := kubectl(t, probe, "create", "--dry-run=server", "-f", "-")
+	return err != nil && strings.Contains(err.Error(), "teamspace-guardrails")
 }
 
 // annotated adds one annotation to a manifest made by teamSpace.
