@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # hack/bench.sh: every figure of BENCHMARKS.md, reproduced.
 #
-#   hack/bench.sh [all|machine|micro|http|e2e] ...   (default: all, in that order)
+#   hack/bench.sh [all|machine|micro|http|e2e|fleet] ...   (default: all but fleet, in that order)
 #
 #   machine  nproc, CPU, kernel, Go, Kubernetes and engine versions
 #   micro    go test -bench Hooks -benchmem -count 6 on the recorded engine
@@ -13,6 +13,14 @@
 #            hack/bench/drift for every engine configuration of
 #            ENGINE_CONFIGS, then hack/bench/scale (200 TeamSpaces) for
 #            every configuration of SCALE_ENGINE_CONFIGS; hack/down.sh at the end
+#   fleet    with the real engine, for every configuration of FLEET_CONFIGS
+#            and every count of FLEET_COUNTS, on a fresh private setup each:
+#            hack/bench/fleet (API server floor, create-to-Ready, steady
+#            state, drift under pod churn, requests by verb, CPU, RSS, CPU
+#            profiles of the engine and the API server); ~13 min per 1000
+#   failover two engines with --leader-election on one private setup: drift
+#            repair with the leader up, then with the leader killed (-9, and
+#            SIGTERM) just before the break: the standby's takeover time
 #
 # Environment (defaults in brackets):
 #   BENCH_OUT            results directory [bench-results/<UTC time>]
@@ -36,6 +44,15 @@
 #   HOOK_PORT            hook port of that setup [18380]
 #   BENCH_ENGINE_METRICS_PORT, BENCH_ENGINE_HEALTH_PORT  engine ports [28999, 28081]
 #   BENCH_KEEP_SETUP=1   leave the setup running at the end
+#   FLEET_CONFIGS        ";"-separated "label=engine flags [cc:ignoreStatusChanges=B]
+#                        [cc:resyncPeriodSeconds=N] [cc:customize=off]" (cc: the
+#                        CompositeController, patched after start) [shipped]
+#   FLEET_COUNTS         TeamSpace counts [100 300 1000]
+#   FLEET_PHASES, FLEET_CHURN, FLEET_WINDOW, FLEET_COST_WINDOW, FLEET_STEADY
+#                        hack/bench/fleet's -phases, -churn, -window, -cost-window,
+#                        -steady [all; 0,10,50,100; and two resync periods + 5 s]
+#   FLEET_PROFILE_MIN    profile only runs of at least this many TeamSpaces [1000]
+#   BENCH_ENGINE_PPROF_PORT  the engine's --pprof-address port [28060]
 #
 # Every loop is bounded; wrk is installed with apt-get when missing.
 set -euo pipefail
@@ -208,12 +225,19 @@ http() {
 
 # The engine flags compared; hack/up.sh always passes the shipped ones
 # (engine_tuning_flags, from the systemd unit) first, and later flags win.
-# steady_window is ten resync periods of the shipped CompositeController.
-steady_window() {
-	local period
-	period=$(sed -n 's/^ *resyncPeriodSeconds: *\([0-9][0-9]*\).*/\1/p' "$repo/compositecontroller.yaml")
-	printf '%ss\n' "$((${period:-10} * 10))"
+# resync_period is the longest resync period a TeamSpace gets: the hook's
+# resyncAfterSeconds (hook/teamspace/resync.go; compositecontroller.yaml's
+# resyncPeriodSeconds is an hourly backstop).
+resync_period() {
+	local f=$repo/hook/teamspace/resync.go min spread
+	min=$(sed -n 's/^[[:space:]]*ResyncMinSeconds[[:space:]]*= *\([0-9][0-9]*\).*/\1/p' "$f")
+	spread=$(sed -n 's/^[[:space:]]*ResyncSpreadSeconds[[:space:]]*= *\([0-9][0-9]*\).*/\1/p' "$f")
+	[[ -n $min && -n $spread ]] || die "no ResyncMinSeconds/ResyncSpreadSeconds in $f"
+	printf '%s\n' "$((min + spread))"
 }
+
+# steady_window is ten resync periods.
+steady_window() { printf '%ss\n' "$(($(resync_period) * 10))"; }
 
 ENGINE_CONFIGS_DEFAULT="qps5-default=--client-go-qps=5 --client-go-burst=10"
 ENGINE_CONFIGS_DEFAULT+=";qps50=--client-go-qps=50 --client-go-burst=100"
@@ -295,6 +319,167 @@ e2e() {
 	trap - EXIT
 }
 
+# -------------------------------------------------------------------- fleet
+
+# cc_patch KEY=VALUE: the merge patch of the CompositeController for one
+# cc: setting of FLEET_CONFIGS.
+cc_patch() {
+	local key=${1%%=*} value=${1#*=}
+	case $key in
+	ignoreStatusChanges) printf '{"spec":{"parentResource":{"ignoreStatusChanges":%s}}}' "$value" ;;
+	resyncPeriodSeconds) printf '{"spec":{"resyncPeriodSeconds":%s}}' "$value" ;;
+	customize) [[ $value == off ]] || die "cc:customize=off is the only setting"
+		printf '{"spec":{"hooks":{"customize":null}}}' ;;
+	*) die "FLEET_CONFIGS: unknown cc:$key" ;;
+	esac
+}
+
+fleet() {
+	export TEAMSPACE_STATE=${BENCH_STATE:-/tmp/teamspace-bench}
+	export HOOK_PORT=${HOOK_PORT:-18380}
+	export TEAMSPACE_PROFILING=1
+	[[ -n ${METACONTROLLER_BIN:-} ]] || command -v metacontroller >/dev/null ||
+		die "fleet needs the engine: set METACONTROLLER_BIN (see hack/up.sh)"
+	(cd "$hack" && go build -o "$bin/fleet" ./bench/fleet)
+	local pprof_port=${BENCH_ENGINE_PPROF_PORT:-28060}
+	local window=${FLEET_WINDOW:-$((2 * $(resync_period) + 5))s}
+	trap e2e_down EXIT
+	e2e_setup_started=1
+	local configs cfg label flags count word engine_flags patches
+	IFS=';' read -r -a configs <<<"${FLEET_CONFIGS:-shipped=}"
+	: >"$out/fleet.txt"
+	for cfg in "${configs[@]}"; do
+		label=${cfg%%=*}
+		flags=${cfg#*=}
+		engine_flags="--pprof-address=127.0.0.1:$pprof_port"
+		patches=()
+		for word in $flags; do
+			case $word in
+			cc:*) patches+=("$(cc_patch "${word#cc:}")") ;;
+			*) engine_flags+=" $word" ;;
+			esac
+		done
+		for count in ${FLEET_COUNTS:-100 300 1000}; do
+			say "fleet: $count TeamSpaces, config $label: $flags (fresh setup)"
+			"$hack/down.sh" >&2 || true
+			engine_with "$engine_flags"
+			eval "$("$hack/up.sh" env)"
+			local p
+			for p in "${patches[@]}"; do
+				kubectl patch compositecontroller teamspace --type merge -p "$p" >&2
+			done
+			# the engine restarts its controller for a changed CompositeController
+			((${#patches[@]} == 0)) || sleep 5
+			local profile_dir=
+			((count < ${FLEET_PROFILE_MIN:-1000})) || profile_dir=$out/fleet-$label-$count
+			"$bin/fleet" -count "$count" -label "$label" -state "$TEAMSPACE_STATE" \
+				-phases "${FLEET_PHASES:-floor,create,steady,churn}" -churn "${FLEET_CHURN:-0,10,50,100}" \
+				-window "$window" -cost-window "${FLEET_COST_WINDOW:-20s}" -steady "${FLEET_STEADY:-$window}" \
+				-engine-metrics "http://127.0.0.1:$BENCH_ENGINE_METRICS_PORT/metrics" \
+				-hook-metrics "$TEAMSPACE_HOOK_URL/metrics" \
+				-engine-pprof "http://127.0.0.1:$pprof_port" -profile-dir "$profile_dir" \
+				-cleanup-wait 0 \
+				2>"$out/fleet-$label-$count.log" | tee -a "$out/fleet.txt" >&2
+		done
+	done
+	e2e_down
+	e2e_setup_started=
+	trap - EXIT
+	fleet_profiles
+}
+
+# fleet_profiles: the top of every CPU profile fleet wrote.
+fleet_profiles() {
+	local f
+	for f in "$out"/fleet-*/*.pprof; do
+		[[ -s $f ]] || continue
+		go tool pprof -top -nodecount 35 "$f" >"${f%.pprof}-top.txt" 2>/dev/null || true
+	done
+}
+
+# ----------------------------------------------------------------- failover
+
+# leader_pid PID...: the one of these engines whose metrics say it leads.
+leader_pid() {
+	local pid port metrics
+	for pid in "$@"; do
+		port=$(tr '\0' '\n' <"/proc/$pid/cmdline" | sed -n 's/^--metrics-address=127.0.0.1:\([0-9]*\)$/\1/p')
+		# no pipe into grep -q: under pipefail curl's SIGPIPE would fail the test
+		metrics=$(curl -fsS --max-time 2 "http://127.0.0.1:$port/metrics" 2>/dev/null) || continue
+		if grep -q '^leader_election_master_status{.*} 1$' <<<"$metrics"; then
+			printf '%s\n' "$pid"
+			return 0
+		fi
+	done
+	return 1
+}
+
+failover() {
+	export TEAMSPACE_STATE=${BENCH_STATE:-/tmp/teamspace-bench}
+	export HOOK_PORT=${HOOK_PORT:-18380}
+	[[ -n ${METACONTROLLER_BIN:-} ]] || die "failover needs the engine: set METACONTROLLER_BIN"
+	(cd "$hack" && go build -o "$bin/drift" ./bench/drift)
+	trap 'failover_down; e2e_down' EXIT
+	e2e_setup_started=1
+	local le="--leader-election --leader-election-namespace=kube-system --leader-election-id=teamspace-bench"
+	"$hack/down.sh" >&2 || true
+	engine_with "$le"
+	eval "$("$hack/up.sh" env)"
+	local a b tuning round sig
+	a=$(cat "$TEAMSPACE_STATE/up/run/metacontroller.pid")
+	# shellcheck disable=SC2207 # flags separated by spaces, as in the unit
+	tuning=($(engine_tuning_flags))
+	# shellcheck disable=SC2086 # $le: flags separated by spaces
+	start_bg "$out/failover-b.pid" "$out/failover-b.log" "$METACONTROLLER_BIN" --kubeconfig="$KUBECONFIG" \
+		"${tuning[@]}" --discovery-interval=2s --metrics-address=127.0.0.1:28998 \
+		--health-probe-bind-address=127.0.0.1:28082 --pprof-address=0 $le
+	b=$(cat "$out/failover-b.pid")
+	"$bin/drift" -reps 5 -name bench-failover -label two-engines -keep 2>"$out/failover-steady.log" | tee -a "$out/failover.txt" >&2
+	for round in 1 2 3; do
+		for sig in KILL TERM; do
+			local leader
+			leader=$(leader_pid "$a" "$b") || die "no engine leads"
+			say "failover: round $round: the leader (pid $leader) gets SIG$sig just before the quota is deleted"
+			"$bin/drift" -reps 1 -kinds restore -timeout 120s -name bench-failover -keep -label "failover-sig$sig" \
+				-before-cmd "kill -$sig $leader" 2>>"$out/failover-sig$sig.log" | tee -a "$out/failover.txt" >&2
+			# the old leader comes back as the standby
+			wait_gone "$leader"
+			if [[ $leader == "$a" ]]; then
+				"$hack/up.sh" engine-start >&2
+				a=$(cat "$TEAMSPACE_STATE/up/run/metacontroller.pid")
+			else
+				# shellcheck disable=SC2086
+				start_bg "$out/failover-b.pid" "$out/failover-b.log" "$METACONTROLLER_BIN" --kubeconfig="$KUBECONFIG" \
+					"${tuning[@]}" --discovery-interval=2s --metrics-address=127.0.0.1:28998 \
+					--health-probe-bind-address=127.0.0.1:28082 --pprof-address=0 $le
+				b=$(cat "$out/failover-b.pid")
+			fi
+			sleep 3
+		done
+	done
+	grep -h '^RESULT' "$out/failover.txt" >"$out/failover-results.txt" || true
+	failover_down
+	e2e_down
+	e2e_setup_started=
+	trap - EXIT
+}
+
+# wait_gone PID: up to 20 s for the process to exit (and be reaped).
+wait_gone() {
+	local i
+	for ((i = 0; i < 200; i++)); do
+		if [[ ! -d /proc/$1 ]] || grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null; then
+			return 0
+		fi
+		sleep 0.1
+	done
+}
+
+failover_down() {
+	[[ -f $out/failover-b.pid ]] && stop_owned "$out/failover-b.pid" "$METACONTROLLER_BIN" "the second engine" 20
+	return 0
+}
+
 # --------------------------------------------------------------------- main
 
 steps=("$@")
@@ -302,7 +487,7 @@ steps=("$@")
 for s in "${steps[@]}"; do
 	case $s in
 	all) machine; micro; http; e2e ;;
-	machine | micro | http | e2e) "$s" ;;
+	machine | micro | http | e2e | fleet | failover) "$s" ;;
 	-h | --help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//'; exit 0 ;;
 	*) die "unknown step $s (see --help)" ;;
 	esac

@@ -29,6 +29,8 @@ go_vet() {
 	go vet ./...
 	step "go vet (hack module: control-plane build, benchmark programs)"
 	(cd hack && go vet ./...)
+	step "go test (hack module: the benchmark programs' shared code)"
+	(cd hack && go test ./bench/...)
 }
 
 # tools installs what the checks call: shellcheck for every script,

@@ -22,6 +22,7 @@ func Sync(r *Request) *Response {
 	nsName := NamespaceName(name)
 	ns := r.observedNamespace()
 	resp := newResponse(r)
+	resp.ResyncAfterSeconds = ResyncSeconds(string(r.Parent.Metadata.UID))
 
 	if ns == nil {
 		if foreign := r.relatedNamespace(); foreign != nil && !ownedBy(foreign, string(r.Parent.Metadata.UID)) {

@@ -24,6 +24,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -41,6 +42,10 @@ var kcmControllers = []string{
 	"serviceaccount-controller", "serviceaccount-token-controller",
 	"root-ca-certificate-publisher-controller", "clusterrole-aggregation-controller",
 }
+
+// ProfilingEnv set to 1 turns on kube-apiserver's /debug/pprof (off
+// otherwise, as in a hardened install): hack/bench/fleet profiles it.
+const ProfilingEnv = "TEAMSPACE_PROFILING"
 
 // ControlPlane is a running control plane.
 type ControlPlane struct {
@@ -292,7 +297,7 @@ func (c *ControlPlane) startAPIServer(ctx context.Context) error {
 		"--service-account-key-file="+pk("sa.pub"),
 		"--service-account-signing-key-file="+pk("sa.key"),
 		"--endpoint-reconciler-type=none",
-		"--profiling=false")
+		"--profiling="+strconv.FormatBool(os.Getenv(ProfilingEnv) == "1"))
 	if err != nil {
 		return err
 	}

@@ -43,6 +43,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
+	"github.com/labhub/teamspace/hook/teamspace"
 	"github.com/labhub/teamspace/tests/testenv"
 	"github.com/labhub/teamspace/tests/watchtiming"
 )
@@ -86,7 +87,8 @@ type walk struct {
 	kube      kubernetes.Interface
 	cfg       *rest.Config // the admin's, for clients that impersonate
 	dyn       dynamic.Interface
-	resync    int64
+	resync    int64 // seconds: the longest resync period (see resyncOf)
+	ccResync  int64 // RESYNC_SECONDS, set on the CompositeController
 	timeout   time.Duration
 	observe   time.Duration // step 1: how long a TeamSpace is left alone
 	stopped   time.Duration // step 7: how long the engine stays stopped
@@ -245,18 +247,20 @@ func tail(path string, n int) string {
 
 func exists(path string) bool { _, err := os.Stat(path); return err == nil }
 
-// resyncOf is RESYNC_SECONDS or compositecontroller.yaml's period.
+// resyncOf is RESYNC_SECONDS (which then also replaces the
+// CompositeController's period), or the longest resync period the hook asks
+// for (resyncAfterSeconds; compositecontroller.yaml's own period is an
+// hourly backstop).
 func resyncOf(t *testing.T, w *walk) int64 {
 	if s := os.Getenv("RESYNC_SECONDS"); s != "" {
 		n, err := strconv.ParseInt(s, 10, 64)
 		if err != nil || n < 0 {
 			t.Fatalf("RESYNC_SECONDS=%q: want whole seconds", s)
 		}
+		w.ccResync = n
 		return n
 	}
-	cc := w.controller(t)
-	n, _, _ := unstructured.NestedInt64(cc.Object, "spec", "resyncPeriodSeconds")
-	return n
+	return teamspace.ResyncMinSeconds + teamspace.ResyncSpreadSeconds
 }
 
 // controller is compositecontroller.yaml with its hook URLs at the setup's
@@ -275,8 +279,8 @@ func (w *walk) controller(t *testing.T) *unstructured.Unstructured {
 		t.Fatal(err)
 	}
 	cc := &unstructured.Unstructured{Object: obj}
-	if w.resync > 0 {
-		_ = unstructured.SetNestedField(cc.Object, w.resync, "spec", "resyncPeriodSeconds")
+	if w.ccResync > 0 {
+		_ = unstructured.SetNestedField(cc.Object, w.ccResync, "spec", "resyncPeriodSeconds")
 	}
 	return cc
 }

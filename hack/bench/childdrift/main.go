@@ -63,9 +63,10 @@ func main() {
 	settle := flag.Duration("settle", 300*time.Millisecond, "pause after the state has settled, before each repetition")
 	timeout := flag.Duration("timeout", 30*time.Second, "give up on one repetition after this long")
 	label := flag.String("label", "", "tag printed on the RESULT lines")
+	foreign := benchutil.ForeignClusterFlag()
 	flag.Parse()
 
-	c, err := benchutil.NewClients("")
+	c, err := benchutil.NewClients("", *foreign)
 	if err != nil {
 		log.Fatal(err)
 	}

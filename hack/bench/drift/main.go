@@ -19,6 +19,8 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"os/exec"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -42,9 +44,12 @@ func main() {
 	timeout := flag.Duration("timeout", 30*time.Second, "give up on one repetition after this long")
 	keep := flag.Bool("keep", false, "keep the TeamSpace at the end")
 	label := flag.String("label", "", "tag printed on the RESULT lines (e.g. the engine flags)")
+	kinds := flag.String("kinds", "restore,revert", "what to measure, comma-separated")
+	beforeCmd := flag.String("before-cmd", "", "shell command run once the state has settled, just before each break is sent (e.g. kill -9 the leading engine: the figure is then the failover)")
+	foreign := benchutil.ForeignClusterFlag()
 	flag.Parse()
 
-	c, err := benchutil.NewClients("")
+	c, err := benchutil.NewClients("", *foreign)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -63,15 +68,19 @@ func main() {
 		log.Fatal(err)
 	}
 	results := map[string][]time.Duration{}
-	for _, kind := range []string{"restore", "revert"} {
+	d.beforeCmd = *beforeCmd
+	for _, kind := range strings.Split(*kinds, ",") {
 		for i := 0; i < *reps; i++ {
 			var took time.Duration
 			var trace string
 			var err error
-			if kind == "restore" {
+			switch kind {
+			case "restore":
 				took, trace, err = d.restore(ctx)
-			} else {
+			case "revert":
 				took, trace, err = d.revert(ctx)
+			default:
+				log.Fatalf("-kinds: unknown %q", kind)
 			}
 			if err != nil {
 				log.Fatalf("%s #%d: %v", kind, i+1, err)
@@ -80,7 +89,7 @@ func main() {
 			results[kind] = append(results[kind], took)
 		}
 	}
-	for _, kind := range []string{"restore", "revert"} {
+	for _, kind := range strings.Split(*kinds, ",") {
 		fmt.Printf("RESULT drift %s %s%s\n", kind, benchutil.Summarise(results[kind]), tag(*label))
 		fmt.Printf("SAMPLES drift %s %s\n", kind, benchutil.List(results[kind]))
 	}
@@ -101,6 +110,8 @@ type drift struct {
 	settle  time.Duration
 	timeout time.Duration
 	watch   *watchtiming.Watch
+	// beforeCmd runs after prepare, before the clock starts (see -before-cmd).
+	beforeCmd string
 }
 
 // setUp creates the TeamSpace (or sets its spec) and waits until it is Ready.
@@ -159,6 +170,13 @@ func (d *drift) prepare(ctx context.Context) error {
 		return err
 	}
 	time.Sleep(d.settle)
+	if d.beforeCmd != "" {
+		c := exec.Command("bash", "-c", d.beforeCmd)
+		c.Stdout, c.Stderr = os.Stderr, os.Stderr
+		if err := c.Run(); err != nil {
+			return fmt.Errorf("-before-cmd: %w", err)
+		}
+	}
 	d.watch.Drain()
 	return nil
 }

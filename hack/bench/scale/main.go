@@ -21,16 +21,12 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"log"
-	"net/http"
 	"os"
 	"os/exec"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -64,9 +60,10 @@ func main() {
 	catchupPods := flag.Int("catchup-pods", 4, "spec.pods every TeamSpace is changed to in catch-up (created with 2)")
 	cleanup := flag.Bool("cleanup", false, "delete the TeamSpaces at the end")
 	label := flag.String("label", "", "tag printed on the RESULT lines (e.g. the engine flags)")
+	foreign := benchutil.ForeignClusterFlag()
 	flag.Parse()
 
-	c, err := benchutil.NewClients("")
+	c, err := benchutil.NewClients("", *foreign)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -217,117 +214,32 @@ func (s *scale) create(ctx context.Context) error {
 	return nil
 }
 
-// counters are Prometheus counter values by series (name{labels}).
-type counters map[string]float64
-
-func scrape(ctx context.Context, get func(context.Context) (io.ReadCloser, error), keep func(string) bool) (counters, error) {
-	body, err := get(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer body.Close()
-	out := counters{}
-	sc := bufio.NewScanner(body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "#") || !keep(line) {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		if i < 0 {
-			continue
-		}
-		v, err := strconv.ParseFloat(line[i+1:], 64)
-		if err != nil {
-			continue
-		}
-		out[line[:i]] = v
-	}
-	return out, sc.Err()
-}
-
-func httpGetter(url string) func(context.Context) (io.ReadCloser, error) {
-	return func(ctx context.Context) (io.ReadCloser, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if err != nil {
-			return nil, err
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return nil, err
-		}
-		if resp.StatusCode != http.StatusOK {
-			resp.Body.Close()
-			return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
-		}
-		return resp.Body, nil
-	}
-}
-
-// apiserverWrites keeps the mutating requests on the TeamSpace resources.
-func apiserverWrites(line string) bool {
-	if !strings.HasPrefix(line, "apiserver_request_total{") {
-		return false
-	}
-	verbOK := false
-	for _, v := range []string{`verb="POST"`, `verb="PUT"`, `verb="PATCH"`, `verb="APPLY"`, `verb="DELETE"`, `verb="DELETECOLLECTION"`} {
-		if strings.Contains(line, v) {
-			verbOK = true
-		}
-	}
-	if !verbOK {
-		return false
-	}
-	for _, r := range []string{`resource="namespaces"`, `resource="resourcequotas"`, `resource="teamspaces"`,
-		`resource="limitranges"`, `resource="rolebindings"`, `resource="networkpolicies"`} {
-		if strings.Contains(line, r) {
-			return true
-		}
-	}
-	return false
-}
-
-func diff(before, after counters) (total float64, lines []string) {
-	for k, v := range after {
-		if d := v - before[k]; d != 0 {
-			total += d
-			lines = append(lines, fmt.Sprintf("    %s +%g", k, d))
-		}
-	}
-	sort.Strings(lines)
-	return total, lines
-}
-
 func (s *scale) steady(ctx context.Context, quiet, window time.Duration, engineURL, hookURL string) error {
 	if ready, quotas := s.state(""); ready != len(s.names) || quotas != len(s.names) {
 		return fmt.Errorf("not all Ready before the steady phase (%d/%d Ready)", ready, len(s.names))
 	}
 	time.Sleep(quiet)
-	apiserver := func(ctx context.Context) (io.ReadCloser, error) {
-		return s.c.Kube.CoreV1().RESTClient().Get().AbsPath("/metrics").Stream(ctx)
-	}
 	type source struct {
 		name string
-		get  func(context.Context) (io.ReadCloser, error)
+		get  benchutil.Getter
 		keep func(string) bool
 	}
-	sources := []source{{"apiserver_writes", apiserver, apiserverWrites}}
+	sources := []source{{"apiserver_writes", s.c.APIServerGetter(), benchutil.APIServerWrites}}
 	if engineURL != "" {
-		sources = append(sources, source{"engine_client_writes", httpGetter(engineURL), func(l string) bool {
+		sources = append(sources, source{"engine_client_writes", benchutil.HTTPGetter(engineURL), func(l string) bool {
 			return strings.HasPrefix(l, "rest_client_requests_total{") && !strings.Contains(l, `method="GET"`)
-		}}, source{"engine_client_gets", httpGetter(engineURL), func(l string) bool {
+		}}, source{"engine_client_gets", benchutil.HTTPGetter(engineURL), func(l string) bool {
 			return strings.HasPrefix(l, "rest_client_requests_total{") && strings.Contains(l, `method="GET"`)
 		}})
 	}
 	if hookURL != "" {
-		sources = append(sources, source{"hook_calls", httpGetter(hookURL), func(l string) bool {
+		sources = append(sources, source{"hook_calls", benchutil.HTTPGetter(hookURL), func(l string) bool {
 			return strings.HasPrefix(l, "teamspace_hook_requests_total{")
 		}})
 	}
-	before := make([]counters, len(sources))
+	before := make([]benchutil.Counters, len(sources))
 	for i, src := range sources {
-		c, err := scrape(ctx, src.get, src.keep)
+		c, err := benchutil.Scrape(ctx, src.get, src.keep)
 		if err != nil {
 			return fmt.Errorf("%s: %w", src.name, err)
 		}
@@ -337,11 +249,11 @@ func (s *scale) steady(ctx context.Context, quiet, window time.Duration, engineU
 	time.Sleep(window)
 	parts := []string{fmt.Sprintf("steady window_s=%.0f", window.Seconds())}
 	for i, src := range sources {
-		after, err := scrape(ctx, src.get, src.keep)
+		after, err := benchutil.Scrape(ctx, src.get, src.keep)
 		if err != nil {
 			return fmt.Errorf("%s: %w", src.name, err)
 		}
-		total, lines := diff(before[i], after)
+		total, lines := benchutil.Diff(before[i], after)
 		parts = append(parts, fmt.Sprintf("%s=%g", src.name, total))
 		fmt.Fprintf(os.Stderr, "  %s: %g\n%s\n", src.name, total, strings.Join(lines, "\n"))
 	}

@@ -30,13 +30,20 @@ type Clients struct {
 	Dynamic dynamic.Interface
 }
 
-// NewClients reads $KUBECONFIG (or the kubeconfig given).
-func NewClients(kubeconfig string) (*Clients, error) {
+// NewClients reads $KUBECONFIG (or the kubeconfig given). Unless foreign
+// is set, it refuses a cluster hack/cluster.sh did not start (see
+// ForeignClusterFlag).
+func NewClients(kubeconfig string, foreign bool) (*Clients, error) {
 	if kubeconfig == "" {
 		kubeconfig = os.Getenv("KUBECONFIG")
 	}
 	if kubeconfig == "" {
 		return nil, fmt.Errorf("no kubeconfig: set KUBECONFIG (eval \"$(hack/up.sh env)\")")
+	}
+	if !foreign {
+		if err := checkOwnCluster(kubeconfig); err != nil {
+			return nil, err
+		}
 	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
@@ -84,8 +91,8 @@ func Ready(ts *unstructured.Unstructured) bool {
 
 // Stats summarises durations.
 type Stats struct {
-	N                       int
-	Min, P50, P90, Max, Avg time.Duration
+	N                            int
+	Min, P50, P90, P99, Max, Avg time.Duration
 }
 
 // Summarise computes nearest-rank percentiles.
@@ -106,7 +113,7 @@ func Summarise(ds []time.Duration) Stats {
 		}
 		return s[i]
 	}
-	return Stats{N: len(s), Min: s[0], P50: rank(50), P90: rank(90), Max: s[len(s)-1], Avg: sum / time.Duration(len(s))}
+	return Stats{N: len(s), Min: s[0], P50: rank(50), P90: rank(90), P99: rank(99), Max: s[len(s)-1], Avg: sum / time.Duration(len(s))}
 }
 
 // Ms prints a duration in milliseconds with one decimal.

@@ -1,0 +1,828 @@
+// Command fleet measures the running engine + hook with many TeamSpaces at
+// once, in one process and one run, so that every figure of a row comes
+// from the same cluster (issue #11):
+//
+//  1. floor: -count namespaces, each with a ResourceQuota, created by this
+//     plain client with 16 requests in flight (floor_ms: what the API server
+//     alone takes for those objects); then the LimitRange, RoleBinding and
+//     NetworkPolicy of each (floor_all_ms: every object a TeamSpace holds,
+//     written by a client that writes nothing else). Deleted afterwards,
+//     and waited for when a phase follows;
+//  2. create: -count TeamSpaces created at once; time until every one is
+//     Ready for its generation, as a multiple of both floors;
+//  3. steady: -steady with nothing happening: API writes, engine requests
+//     by verb, hook calls;
+//  4. churn: for every rate of -churn (pods created per second, each pod
+//     deleted -pod-life later; pods are admitted and counted by the quota,
+//     no kubelet runs them): first -cost-window of churn alone (engine
+//     requests per pod event), then -window of drift probes alternating
+//     restore (the quota deleted) and revert (spec.hard.pods patched to 99)
+//     on TeamSpaces picked at random, p50/p99/max; engine requests by verb,
+//     hook calls per second and CPU seconds of every process for both.
+//
+// At the end it prints the RSS of every process of the setup (-state) and
+// deletes every object it made (waiting at most -cleanup-wait). Every loop
+// is bounded by -timeout; it refuses a cluster hack/cluster.sh did not start
+// unless given -foreign-cluster.
+//
+//	eval "$(hack/up.sh env)"; cd hack && go run ./bench/fleet -count 1000 \
+//	  -engine-metrics http://127.0.0.1:19999/metrics -hook-metrics $TEAMSPACE_HOOK_URL/metrics
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/labhub/teamspace/hack/bench/internal/benchutil"
+)
+
+const (
+	quotaName = "team-quota"
+	tsPods    = 20  // spec.pods of every TeamSpace: room for churn pods
+	tsCPU     = "2" // spec.cpu: 100m default request per pod
+)
+
+func main() {
+	count := flag.Int("count", 1000, "TeamSpaces to create")
+	prefix := flag.String("prefix", "fleet", "name prefix (TeamSpaces <prefix>-NNNN, floor namespaces <prefix>-floor-NNNN)")
+	phases := flag.String("phases", "floor,create,steady,churn", "phases to run, comma-separated")
+	churn := flag.String("churn", "0,10,50,100", "pod churn rates (pods created per second), one drift window each")
+	window := flag.Duration("window", 125*time.Second, "drift window per churn rate (at least two resyncPeriodSeconds)")
+	steadyWindow := flag.Duration("steady", 125*time.Second, "steady-state window (at least two resyncPeriodSeconds)")
+	quiet := flag.Duration("quiet", 15*time.Second, "wait after create before the steady window (the quota controller's status writes settle)")
+	costWindow := flag.Duration("cost-window", 20*time.Second, "per churn rate, a window without probes first: what the churn alone costs")
+	podLife := flag.Duration("pod-life", 2*time.Second, "how long a churn pod lives before it is deleted")
+	gap := flag.Duration("probe-gap", 200*time.Millisecond, "pause between two drift probes")
+	engineMetrics := flag.String("engine-metrics", "", "the engine's /metrics URL")
+	hookMetrics := flag.String("hook-metrics", "", "the hook's /metrics URL")
+	enginePprof := flag.String("engine-pprof", "", "the engine's pprof base URL (--pprof-address), for -profile-dir")
+	profileDir := flag.String("profile-dir", "", "write 30 s CPU profiles of the engine and the API server here (from the start of create, and of the churn rate -profile-churn)")
+	profileChurn := flag.Int("profile-churn", 50, "the churn rate profiled (with -profile-dir)")
+	state := flag.String("state", os.Getenv("TEAMSPACE_STATE"), "the setup's state directory: its processes' CPU and RSS are reported")
+	timeout := flag.Duration("timeout", 10*time.Minute, "give up on a phase after this long")
+	cleanupWait := flag.Duration("cleanup-wait", 5*time.Minute, "how long to wait at the end for what was deleted to be gone (0: do not wait)")
+	label := flag.String("label", "", "tag printed on the RESULT lines (e.g. the engine configuration)")
+	foreign := benchutil.ForeignClusterFlag()
+	flag.Parse()
+
+	c, err := benchutil.NewClients("", *foreign)
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f := &fleet{c: c, timeout: *timeout, label: *label, prefix: *prefix, engineURL: *engineMetrics, hookURL: *hookMetrics,
+		enginePprof: *enginePprof, profileDir: *profileDir, profileChurn: *profileChurn}
+	for i := 0; i < *count; i++ {
+		f.names = append(f.names, fmt.Sprintf("%s-%04d", *prefix, i))
+	}
+	if *state != "" {
+		if f.procs, err = benchutil.FindProcs(*state); err != nil {
+			log.Fatal(err)
+		}
+	}
+	f.startInformers(ctx)
+	defer f.cleanup(*cleanupWait)
+
+	for _, phase := range strings.Split(*phases, ",") {
+		var err error
+		switch phase {
+		case "floor":
+			// Its namespaces are deleted; waited for only when a phase
+			// follows (deleting a thousand namespaces keeps the namespace
+			// controller busy for minutes).
+			err = f.floor(ctx, !strings.HasSuffix(*phases, "floor"))
+		case "create":
+			err = f.create(ctx)
+		case "steady":
+			time.Sleep(*quiet)
+			err = f.steady(ctx, *steadyWindow)
+		case "churn":
+			for _, r := range strings.Split(*churn, ",") {
+				rate, perr := strconv.Atoi(r)
+				if perr != nil {
+					log.Fatalf("-churn %q: %v", r, perr)
+				}
+				if err = f.churnWindow(ctx, rate, *costWindow, *window, *podLife, *gap); err != nil {
+					break
+				}
+			}
+		default:
+			err = fmt.Errorf("unknown phase %q", phase)
+		}
+		if err != nil {
+			log.Printf("%s: %v", phase, err)
+			f.cleanup(*cleanupWait)
+			os.Exit(1)
+		}
+	}
+	f.result("memory count=%d %s", len(f.names), benchutil.FormatMemory(f.procs))
+}
+
+type fleet struct {
+	c                      *benchutil.Clients
+	names                  []string
+	prefix                 string
+	timeout                time.Duration
+	label                  string
+	engineURL, hookURL     string
+	enginePprof            string
+	profileDir             string
+	profileChurn           int
+	procs                  []benchutil.Proc
+	ts, quotas             cache.Store
+	floorTime, createReady time.Duration
+	floorAllTime           time.Duration
+	madeFloor, madeTeams   bool
+	readyMu                sync.Mutex
+	ready                  map[string]bool // TeamSpace name -> Ready for its generation
+	probesMu               sync.Mutex
+	probes                 map[string]chan *corev1.ResourceQuota // namespace -> waiting probe
+	cleanupOnce            sync.Once
+	podsMade, podsDeleted  atomic.Int64
+}
+
+func (f *fleet) result(format string, args ...any) {
+	line := fmt.Sprintf(format, args...)
+	if f.label != "" {
+		line += " config=" + f.label
+	}
+	fmt.Println("RESULT fleet " + line)
+}
+
+func (f *fleet) startInformers(ctx context.Context) {
+	dyn := dynamicinformer.NewDynamicSharedInformerFactory(f.c.Dynamic, 0)
+	tsInf := dyn.ForResource(benchutil.TeamSpaces).Informer()
+	// Readiness is tracked per event, not by polling the cache: with a
+	// thousand TeamSpaces a poll loop costs this process more CPU than the
+	// hook spends, on the same two cores as what it measures.
+	f.ready = map[string]bool{}
+	track := func(obj any) {
+		ts, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			return
+		}
+		f.readyMu.Lock()
+		f.ready[ts.GetName()] = benchutil.Ready(ts)
+		f.readyMu.Unlock()
+	}
+	if _, err := tsInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    track,
+		UpdateFunc: func(_, cur any) { track(cur) },
+		DeleteFunc: func(obj any) {
+			if ts, ok := obj.(*unstructured.Unstructured); ok {
+				f.readyMu.Lock()
+				delete(f.ready, ts.GetName())
+				f.readyMu.Unlock()
+			}
+		},
+	}); err != nil {
+		log.Fatal(err)
+	}
+	kube := informers.NewSharedInformerFactoryWithOptions(f.c.Kube, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", quotaName).String()
+	}))
+	qInf := kube.Core().V1().ResourceQuotas().Informer()
+	f.probes = map[string]chan *corev1.ResourceQuota{}
+	notify := func(obj any) {
+		q, ok := obj.(*corev1.ResourceQuota)
+		if !ok {
+			return
+		}
+		f.probesMu.Lock()
+		ch := f.probes[q.Namespace]
+		f.probesMu.Unlock()
+		if ch != nil {
+			select {
+			case ch <- q:
+			default:
+			}
+		}
+	}
+	if _, err := qInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    notify,
+		UpdateFunc: func(_, cur any) { notify(cur) },
+	}); err != nil {
+		log.Fatal(err)
+	}
+	dyn.Start(ctx.Done())
+	kube.Start(ctx.Done())
+	cache.WaitForCacheSync(ctx.Done(), tsInf.HasSynced, qInf.HasSynced)
+	f.ts, f.quotas = tsInf.GetStore(), qInf.GetStore()
+}
+
+// parallel runs do for every name with n requests in flight and returns the
+// first error.
+func parallel(names []string, n int, do func(string) error) error {
+	var wg sync.WaitGroup
+	var first error
+	var mu sync.Mutex
+	work := make(chan string)
+	for w := 0; w < n; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for name := range work {
+				if err := do(name); err != nil {
+					mu.Lock()
+					if first == nil {
+						first = err
+					}
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for _, name := range names {
+		work <- name
+	}
+	close(work)
+	wg.Wait()
+	return first
+}
+
+// floor creates what the engine creates for the TeamSpaces' first two
+// objects (a namespace and its quota), by a plain client.
+func (f *fleet) floor(ctx context.Context, waitGone bool) error {
+	names := make([]string, len(f.names))
+	for i := range names {
+		names[i] = fmt.Sprintf("%s-floor-%04d", f.prefix, i)
+	}
+	f.madeFloor = true
+	cpu := f.sampleCPU()
+	start := time.Now()
+	err := parallel(names, 16, func(n string) error {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n, Labels: map[string]string{"teamspace-bench": "floor"}}}
+		if _, err := f.c.Kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+		q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: quotaName}, Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{
+			corev1.ResourcePods: resource.MustParse(strconv.Itoa(tsPods)), corev1.ResourceRequestsCPU: resource.MustParse(tsCPU)}}}
+		_, err := f.c.Kube.CoreV1().ResourceQuotas(n).Create(ctx, q, metav1.CreateOptions{})
+		return err
+	})
+	f.floorTime = time.Since(start)
+	if err != nil {
+		return err
+	}
+	// The rest of what a TeamSpace with owners and network isolation holds:
+	// the floor of a controller that wrote nothing but its children.
+	err = parallel(names, 16, func(n string) error { return f.floorRest(ctx, n) })
+	f.floorAllTime = time.Since(start)
+	if err != nil {
+		return err
+	}
+	cpuLine := benchutil.FormatCPU(cpu, f.sampleCPU())
+	wait := time.Duration(0)
+	if waitGone {
+		wait = f.timeout
+	}
+	gone, err := f.deleteFloor(ctx, wait)
+	if err != nil {
+		return err
+	}
+	ratio, ratioAll := "n/a", "n/a"
+	if f.createReady > 0 { // create ran first (-phases create,...,floor)
+		ratio = fmt.Sprintf("%.1f", float64(f.createReady)/float64(f.floorTime))
+		ratioAll = fmt.Sprintf("%.1f", float64(f.createReady)/float64(f.floorAllTime))
+	}
+	f.result("floor count=%d floor_ms=%s floor_all_ms=%s cleanup_ms=%s create_x_floor=%s create_x_floor_all=%s %s", len(names),
+		benchutil.Ms(f.floorTime), benchutil.Ms(f.floorAllTime), benchutil.Ms(gone), ratio, ratioAll, cpuLine)
+	return nil
+}
+
+// floorRest creates a LimitRange, a RoleBinding and a NetworkPolicy in
+// namespace n, shaped like the hook's.
+func (f *fleet) floorRest(ctx context.Context, n string) error {
+	cpu := resource.MustParse("100m")
+	lr := &corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Name: "team-defaults"}, Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{
+		Type: corev1.LimitTypeContainer, DefaultRequest: corev1.ResourceList{corev1.ResourceCPU: cpu}}}}}
+	if _, err := f.c.Kube.CoreV1().LimitRanges(n).Create(ctx, lr, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "team-owners"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "edit"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: n + "-devs"}}}
+	if _, err := f.c.Kube.RbacV1().RoleBindings(n).Create(ctx, rb, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	np := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: "team-isolation"}, Spec: networkingv1.NetworkPolicySpec{
+		PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
+		Ingress:     []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{}}}}}}}
+	_, err := f.c.Kube.NetworkingV1().NetworkPolicies(n).Create(ctx, np, metav1.CreateOptions{})
+	return err
+}
+
+// deleteFloor deletes the floor's namespaces and waits until they are gone.
+func (f *fleet) deleteFloor(ctx context.Context, wait time.Duration) (time.Duration, error) {
+	start := time.Now()
+	sel := metav1.ListOptions{LabelSelector: "teamspace-bench=floor"}
+	l, err := f.c.Kube.CoreV1().Namespaces().List(ctx, sel)
+	if err != nil {
+		return 0, err
+	}
+	var names []string
+	for _, ns := range l.Items {
+		names = append(names, ns.Name)
+	}
+	if err := parallel(names, 16, func(n string) error {
+		err := f.c.Kube.CoreV1().Namespaces().Delete(ctx, n, metav1.DeleteOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return err
+	}); err != nil {
+		return 0, err
+	}
+	for time.Since(start) < wait {
+		l, err := f.c.Kube.CoreV1().Namespaces().List(ctx, sel)
+		if err == nil && len(l.Items) == 0 {
+			return time.Since(start), nil
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if wait == 0 {
+		return 0, nil
+	}
+	return 0, fmt.Errorf("floor namespaces not gone after %s", wait)
+}
+
+func (f *fleet) readyCount() int {
+	f.readyMu.Lock()
+	defer f.readyMu.Unlock()
+	ready := 0
+	for _, n := range f.names {
+		if f.ready[n] {
+			ready++
+		}
+	}
+	return ready
+}
+
+// window is what the engine, the hook and the API server did between begin
+// and end, and the CPU every process spent.
+type window struct {
+	f                      *fleet
+	start                  time.Time
+	engine, hook, apiserve benchutil.Counters
+	cpu                    benchutil.CPUSample
+}
+
+func isEngineRequest(l string) bool { return strings.HasPrefix(l, "rest_client_requests_total{") }
+func isHookCall(l string) bool      { return strings.HasPrefix(l, "teamspace_hook_requests_total{") }
+func isAPIRequest(l string) bool    { return strings.HasPrefix(l, "apiserver_request_total{") }
+
+func (f *fleet) scrape(ctx context.Context) (engine, hook, api benchutil.Counters) {
+	engine, hook = benchutil.Counters{}, benchutil.Counters{}
+	if f.engineURL != "" {
+		if c, err := benchutil.Scrape(ctx, benchutil.HTTPGetter(f.engineURL), isEngineRequest); err == nil {
+			engine = c
+		} else {
+			log.Printf("engine metrics: %v", err)
+		}
+	}
+	if f.hookURL != "" {
+		if c, err := benchutil.Scrape(ctx, benchutil.HTTPGetter(f.hookURL), isHookCall); err == nil {
+			hook = c
+		} else {
+			log.Printf("hook metrics: %v", err)
+		}
+	}
+	api, err := benchutil.Scrape(ctx, f.c.APIServerGetter(), isAPIRequest)
+	if err != nil {
+		log.Printf("apiserver metrics: %v", err)
+		api = benchutil.Counters{}
+	}
+	return engine, hook, api
+}
+
+func (f *fleet) sampleCPU() benchutil.CPUSample { return benchutil.SampleCPU(f.procs) }
+
+func (f *fleet) begin(ctx context.Context) *window {
+	w := &window{f: f, cpu: f.sampleCPU()}
+	w.engine, w.hook, w.apiserve = f.scrape(ctx)
+	w.start = time.Now()
+	return w
+}
+
+// end summarises the window: engine requests by method (total and per
+// second), hook calls, API server writes on the TeamSpace resources, CPU.
+func (w *window) end(ctx context.Context) (line string, engineTotal float64, secs float64) {
+	secs = time.Since(w.start).Seconds()
+	cpu := w.f.sampleCPU()
+	engine, hook, api := w.f.scrape(ctx)
+	byMethod := benchutil.SumBy(w.engine, engine, "method")
+	for _, v := range byMethod {
+		engineTotal += v
+	}
+	hookCalls, _ := benchutil.Diff(w.hook, hook)
+	var writes float64
+	for k, v := range api {
+		if benchutil.APIServerWrites(k + " ") {
+			writes += v - w.apiserve[k]
+		}
+	}
+	line = fmt.Sprintf("engine_req=%g engine_req_per_s=%.1f %s hook_calls=%g hook_calls_per_s=%.1f api_writes=%g %s",
+		engineTotal, engineTotal/secs, benchutil.FormatBy("engine_", byMethod), hookCalls, hookCalls/secs, writes, benchutil.FormatCPU(w.cpu, cpu))
+	return line, engineTotal, secs
+}
+
+func (f *fleet) create(ctx context.Context) error {
+	ts := f.c.Dynamic.Resource(benchutil.TeamSpaces)
+	f.madeTeams = true
+	if f.profileDir != "" {
+		go f.profile(ctx, "create", 30*time.Second)
+	}
+	w := f.begin(ctx)
+	err := parallel(f.names, 32, func(n string) error {
+		obj := benchutil.NewTeamSpace(n, tsPods, tsCPU)
+		// Every child type but the NetworkPolicy: RoleBinding team-owners too.
+		obj.Object["spec"].(map[string]any)["owners"] = []any{map[string]any{"kind": "Group", "name": n + "-devs"}}
+		_, err := ts.Create(ctx, obj, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	created := time.Since(w.start)
+	deadline := w.start.Add(f.timeout)
+	lastLog := time.Now()
+	for {
+		ready := f.readyCount()
+		if ready == len(f.names) {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("after %s: %d/%d Ready", f.timeout, ready, len(f.names))
+		}
+		if time.Since(lastLog) > 5*time.Second {
+			fmt.Fprintf(os.Stderr, "  %.0fs: %d/%d Ready\n", time.Since(w.start).Seconds(), ready, len(f.names))
+			lastLog = time.Now()
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	allReady := time.Since(w.start)
+	f.createReady = allReady
+	line, _, _ := w.end(ctx)
+	ratio, ratioAll := "n/a", "n/a"
+	if f.floorTime > 0 {
+		ratio = fmt.Sprintf("%.1f", float64(allReady)/float64(f.floorTime))
+		ratioAll = fmt.Sprintf("%.1f", float64(allReady)/float64(f.floorAllTime))
+	}
+	f.result("create count=%d created_ms=%s all_ready_ms=%s x_floor=%s x_floor_all=%s %s", len(f.names), benchutil.Ms(created), benchutil.Ms(allReady), ratio, ratioAll, line)
+	return nil
+}
+
+func (f *fleet) steady(ctx context.Context, d time.Duration) error {
+	if ready := f.readyCount(); ready != len(f.names) {
+		return fmt.Errorf("not all Ready before the steady window (%d/%d)", ready, len(f.names))
+	}
+	w := f.begin(ctx)
+	time.Sleep(d)
+	line, _, _ := w.end(ctx)
+	f.result("steady count=%d window_s=%.0f %s", len(f.names), d.Seconds(), line)
+	return nil
+}
+
+// churnWindow runs pod churn at rate pods/s and drift probes for d.
+func (f *fleet) churnWindow(ctx context.Context, rate int, costWindow, d, podLife, gap time.Duration) error {
+	cctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	if rate > 0 {
+		wg.Add(1)
+		go func() { defer wg.Done(); f.churnPods(cctx, rate, podLife) }()
+		if f.profileDir != "" && rate == f.profileChurn {
+			// from the cost window into the probes: both are profiled
+			go f.profile(ctx, fmt.Sprintf("churn%d", rate), 30*time.Second)
+		}
+		time.Sleep(3 * time.Second) // the churn reaches its rate
+	}
+	if rate == 0 {
+		costWindow = 0 // the steady phase measures that
+	}
+	// What the churn alone costs, before any probe.
+	w := f.begin(ctx)
+	made1, deleted1 := f.podsMade.Load(), f.podsDeleted.Load()
+	time.Sleep(costWindow)
+	line, engineReq, secs := w.end(ctx)
+	made2, deleted2 := f.podsMade.Load(), f.podsDeleted.Load()
+	podEvents := float64((made2 - made1) + (deleted2 - deleted1))
+	perEvent := "n/a"
+	if podEvents > 0 {
+		perEvent = fmt.Sprintf("%.2f", engineReq/podEvents)
+	}
+	if rate > 0 {
+		f.result("churn count=%d churn=%d window_s=%.0f pods_created_per_s=%.1f pods_deleted_per_s=%.1f engine_req_per_pod_event=%s %s",
+			len(f.names), rate, secs, float64(made2-made1)/secs, float64(deleted2-deleted1)/secs, perEvent, line)
+	}
+
+	w = f.begin(ctx)
+	samples := map[string][]time.Duration{}
+	var failures []string
+	deadline := time.Now().Add(d)
+	for i := 0; time.Now().Before(deadline); i++ {
+		name := f.names[rand.IntN(len(f.names))]
+		kind := "restore"
+		if i%2 == 1 {
+			kind = "revert"
+		}
+		took, err := f.probe(ctx, kind, name)
+		if err != nil {
+			failures = append(failures, fmt.Sprintf("%s %s: %v", kind, name, err))
+			fmt.Fprintf(os.Stderr, "  probe %s %s failed: %v\n", kind, name, err)
+		} else {
+			samples[kind] = append(samples[kind], took)
+		}
+		time.Sleep(gap)
+	}
+	line, _, secs = w.end(ctx)
+	stop()
+	wg.Wait()
+	f.deletePods(ctx)
+	for _, kind := range []string{"restore", "revert"} {
+		s := benchutil.Summarise(samples[kind])
+		f.result("drift count=%d churn=%d kind=%s n=%d p50_ms=%s p99_ms=%s max_ms=%s", len(f.names), rate, kind, s.N, benchutil.Ms(s.P50), benchutil.Ms(s.P99), benchutil.Ms(s.Max))
+		fmt.Printf("SAMPLES fleet drift churn=%d kind=%s %s\n", rate, kind, benchutil.List(samples[kind]))
+	}
+	f.result("probing count=%d churn=%d window_s=%.0f probe_failures=%d %s", len(f.names), rate, secs, len(failures), line)
+	if len(failures) > len(samples["restore"])/10+1 {
+		return fmt.Errorf("%d drift probes failed, first: %s", len(failures), failures[0])
+	}
+	return nil
+}
+
+func hardPods(rl corev1.ResourceList) string {
+	q, ok := rl[corev1.ResourcePods]
+	if !ok {
+		return "<none>"
+	}
+	return q.String()
+}
+
+// probe breaks one TeamSpace's quota and times until the informer shows it
+// repaired: restore deletes it (done when one holding spec.pods is added),
+// revert patches spec.hard.pods to 99 (done when the value is back).
+func (f *fleet) probe(ctx context.Context, kind, name string) (time.Duration, error) {
+	ns := "team-" + name
+	want := strconv.Itoa(tsPods)
+	// settled: the quota holds the TeamSpace's value
+	settleBy := time.Now().Add(10 * time.Second)
+	for {
+		obj, ok, _ := f.quotas.GetByKey(ns + "/" + quotaName)
+		if ok && hardPods(obj.(*corev1.ResourceQuota).Spec.Hard) == want {
+			break
+		}
+		if time.Now().After(settleBy) {
+			return 0, fmt.Errorf("quota %s/%s not settled", ns, quotaName)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	ch := make(chan *corev1.ResourceQuota, 64)
+	f.probesMu.Lock()
+	f.probes[ns] = ch
+	f.probesMu.Unlock()
+	defer func() {
+		f.probesMu.Lock()
+		delete(f.probes, ns)
+		f.probesMu.Unlock()
+	}()
+	quotas := f.c.Kube.CoreV1().ResourceQuotas(ns)
+	start := time.Now()
+	var err error
+	broken := false
+	if kind == "restore" {
+		err = quotas.Delete(ctx, quotaName, metav1.DeleteOptions{})
+	} else {
+		_, err = quotas.Patch(ctx, quotaName, types.MergePatchType, []byte(`{"spec":{"hard":{"pods":"99"}}}`), metav1.PatchOptions{})
+	}
+	if err != nil {
+		return 0, err
+	}
+	timer := time.NewTimer(30 * time.Second)
+	defer timer.Stop()
+	var lastUID types.UID
+	if obj, ok, _ := f.quotas.GetByKey(ns + "/" + quotaName); ok {
+		lastUID = obj.(*corev1.ResourceQuota).UID
+	}
+	for {
+		select {
+		case q := <-ch:
+			pods := hardPods(q.Spec.Hard)
+			switch kind {
+			case "restore":
+				if q.UID != lastUID && pods == want {
+					return time.Since(start), nil
+				}
+			case "revert":
+				if pods == "99" {
+					broken = true
+				} else if broken && pods == want {
+					return time.Since(start), nil
+				}
+			}
+		case <-timer.C:
+			return 0, fmt.Errorf("not repaired within 30s")
+		}
+	}
+}
+
+// churnPods creates rate pods per second across the TeamSpaces in turn and
+// deletes each podLife after its creation, until ctx ends.
+func (f *fleet) churnPods(ctx context.Context, rate int, podLife time.Duration) {
+	type made struct {
+		ns, name string
+		at       time.Time
+	}
+	creates := make(chan int, rate)
+	deletes := make(chan made, 4*rate+16)
+	var creators, deleters sync.WaitGroup
+	workers := rate/5 + 2
+	for w := 0; w < workers; w++ {
+		creators.Add(1)
+		go func() {
+			defer creators.Done()
+			for k := range creates {
+				ns := "team-" + f.names[k%len(f.names)]
+				name := fmt.Sprintf("churn-%d", k)
+				if _, err := f.c.Kube.CoreV1().Pods(ns).Create(ctx, churnPod(name), metav1.CreateOptions{}); err != nil {
+					if ctx.Err() == nil {
+						log.Printf("churn: create %s/%s: %v", ns, name, err)
+					}
+					continue
+				}
+				f.podsMade.Add(1)
+				select {
+				case deletes <- made{ns, name, time.Now()}:
+				default: // deletePods sweeps it
+				}
+			}
+		}()
+		deleters.Add(1)
+		go func() {
+			defer deleters.Done()
+			for m := range deletes {
+				time.Sleep(time.Until(m.at.Add(podLife)))
+				if err := f.c.Kube.CoreV1().Pods(m.ns).Delete(context.Background(), m.name, metav1.DeleteOptions{}); err == nil {
+					f.podsDeleted.Add(1)
+				}
+			}
+		}()
+	}
+	tick := time.NewTicker(time.Second / time.Duration(rate))
+	defer tick.Stop()
+	for k := 0; ; k++ {
+		select {
+		case <-ctx.Done():
+			close(creates)
+			creators.Wait()
+			close(deletes)
+			deleters.Wait()
+			return
+		case <-tick.C:
+			select {
+			case creates <- k:
+			default: // the creators fall behind: the rate reported says so
+			}
+		}
+	}
+}
+
+// churnPod is a pod Pod Security "restricted" admits; the LimitRange gives
+// it its cpu request. No kubelet runs it: it stays Pending until deleted.
+func churnPod(name string) *corev1.Pod {
+	no, yes := false, true
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"teamspace-bench": "churn"}},
+		Spec: corev1.PodSpec{
+			SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: &yes, SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
+			Containers: []corev1.Container{{Name: "c", Image: "registry.invalid/none",
+				SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: &no, Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}}}},
+		},
+	}
+}
+
+// deletePods deletes every churn pod left (a deleter that fell behind).
+func (f *fleet) deletePods(ctx context.Context) {
+	for _, n := range f.names {
+		_ = f.c.Kube.CoreV1().Pods("team-"+n).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: "teamspace-bench=churn"})
+	}
+}
+
+// profile writes CPU profiles of the engine and the API server over d.
+func (f *fleet) profile(ctx context.Context, name string, d time.Duration) {
+	if err := os.MkdirAll(f.profileDir, 0o755); err != nil {
+		log.Printf("profile: %v", err)
+		return
+	}
+	secs := strconv.Itoa(int(d.Seconds()))
+	var wg sync.WaitGroup
+	save := func(what string, open func() (io.ReadCloser, error)) {
+		defer wg.Done()
+		body, err := open()
+		if err != nil {
+			log.Printf("profile %s %s: %v", what, name, err)
+			return
+		}
+		defer body.Close()
+		path := filepath.Join(f.profileDir, fmt.Sprintf("%s-%s.pprof", what, name))
+		out, err := os.Create(path)
+		if err != nil {
+			log.Printf("profile: %v", err)
+			return
+		}
+		defer out.Close()
+		if _, err := io.Copy(out, body); err != nil {
+			log.Printf("profile %s: %v", path, err)
+		}
+	}
+	if f.enginePprof != "" {
+		wg.Add(1)
+		go save("engine", func() (io.ReadCloser, error) {
+			resp, err := http.Get(f.enginePprof + "/debug/pprof/profile?seconds=" + secs)
+			if err != nil {
+				return nil, err
+			}
+			if resp.StatusCode != http.StatusOK {
+				resp.Body.Close()
+				return nil, fmt.Errorf("engine pprof: %s", resp.Status)
+			}
+			return resp.Body, nil
+		})
+	}
+	wg.Add(1)
+	go save("apiserver", func() (io.ReadCloser, error) {
+		return f.c.Kube.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", secs).Timeout(d + 30*time.Second).Stream(ctx)
+	})
+	wg.Wait()
+}
+
+// cleanup deletes what this run made: churn pods, TeamSpaces (their
+// namespaces go with them), floor namespaces; and waits up to wait.
+func (f *fleet) cleanup(wait time.Duration) {
+	f.cleanupOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), wait+time.Minute)
+		defer cancel()
+		start := time.Now()
+		if f.madeFloor {
+			if _, err := f.deleteFloor(ctx, 0); err != nil {
+				log.Printf("cleanup: floor: %v", err)
+			}
+		}
+		if !f.madeTeams {
+			return
+		}
+		f.deletePods(ctx)
+		ts := f.c.Dynamic.Resource(benchutil.TeamSpaces)
+		_ = parallel(f.names, 16, func(n string) error {
+			err := ts.Delete(ctx, n, metav1.DeleteOptions{})
+			if err != nil && !apierrors.IsNotFound(err) {
+				log.Printf("cleanup: delete TeamSpace %s: %v", n, err)
+			}
+			return nil
+		})
+		for time.Since(start) < wait {
+			left := 0
+			for _, n := range f.names {
+				if _, ok, _ := f.ts.GetByKey(n); ok {
+					left++
+				}
+			}
+			if left == 0 {
+				fmt.Fprintf(os.Stderr, "cleanup: every TeamSpace gone after %s\n", time.Since(start).Round(time.Second))
+				return
+			}
+			time.Sleep(time.Second)
+		}
+		if wait > 0 {
+			log.Printf("cleanup: TeamSpaces still deleting after %s (the engine finalizes them)", wait)
+		}
+	})
+}

@@ -1,0 +1,153 @@
+package benchutil
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Counters are Prometheus counter values by series (name{labels}).
+type Counters map[string]float64
+
+// Getter opens a Prometheus text endpoint.
+type Getter func(context.Context) (io.ReadCloser, error)
+
+// Scrape reads the series of one endpoint that keep accepts.
+func Scrape(ctx context.Context, get Getter, keep func(string) bool) (Counters, error) {
+	body, err := get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer body.Close()
+	out := Counters{}
+	sc := bufio.NewScanner(body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "#") || !keep(line) {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			continue
+		}
+		out[line[:i]] = v
+	}
+	return out, sc.Err()
+}
+
+// HTTPGetter is the Getter of a plain http URL (the engine's and the hook's
+// /metrics).
+func HTTPGetter(url string) Getter {
+	return func(ctx context.Context) (io.ReadCloser, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		if resp.StatusCode != http.StatusOK {
+			resp.Body.Close()
+			return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
+		}
+		return resp.Body, nil
+	}
+}
+
+// APIServerGetter is kube-apiserver's /metrics through the clients' REST
+// client (it needs the admin credentials of the kubeconfig).
+func (c *Clients) APIServerGetter() Getter {
+	return func(ctx context.Context) (io.ReadCloser, error) {
+		return c.Kube.CoreV1().RESTClient().Get().AbsPath("/metrics").Stream(ctx)
+	}
+}
+
+// ChildResources are the resources the engine writes for a TeamSpace, and
+// the TeamSpaces themselves.
+var ChildResources = []string{"namespaces", "resourcequotas", "limitranges", "rolebindings", "networkpolicies", "teamspaces"}
+
+var mutatingVerbs = []string{"POST", "PUT", "PATCH", "APPLY", "DELETE", "DELETECOLLECTION"}
+
+// APIServerWrites keeps kube-apiserver's mutating requests on ChildResources.
+func APIServerWrites(line string) bool {
+	if !strings.HasPrefix(line, "apiserver_request_total{") {
+		return false
+	}
+	if !containsAny(line, mutatingVerbs, `verb="%s"`) {
+		return false
+	}
+	return containsAny(line, ChildResources, `resource="%s"`)
+}
+
+func containsAny(line string, values []string, format string) bool {
+	for _, v := range values {
+		if strings.Contains(line, fmt.Sprintf(format, v)) {
+			return true
+		}
+	}
+	return false
+}
+
+// Diff is after - before by series: the total and one line per series that
+// changed.
+func Diff(before, after Counters) (total float64, lines []string) {
+	for k, v := range after {
+		if d := v - before[k]; d != 0 {
+			total += d
+			lines = append(lines, fmt.Sprintf("    %s +%g", k, d))
+		}
+	}
+	sort.Strings(lines)
+	return total, lines
+}
+
+// SumBy sums after - before over the series, grouped by the value of one
+// label (e.g. "method" or "verb").
+func SumBy(before, after Counters, label string) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range after {
+		d := v - before[k]
+		if d == 0 {
+			continue
+		}
+		out[labelValue(k, label)] += d
+	}
+	return out
+}
+
+func labelValue(series, label string) string {
+	i := strings.Index(series, label+`="`)
+	if i < 0 {
+		return "?"
+	}
+	rest := series[i+len(label)+2:]
+	if j := strings.IndexByte(rest, '"'); j >= 0 {
+		return rest[:j]
+	}
+	return "?"
+}
+
+// FormatBy prints a SumBy map as k=v pairs in key order, with a prefix.
+func FormatBy(prefix string, m map[string]float64) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s%s=%g", prefix, strings.ToLower(k), m[k]))
+	}
+	return strings.Join(parts, " ")
+}
