@@ -119,6 +119,10 @@ boot() {
 	command -v systemd-nspawn >/dev/null || apt_install systemd-container
 	ensure_kube_binaries
 	ensure_kine
+	# The node has no network and gets the host's module cache read-only:
+	# the hook's modules must be in it before the boot (a fresh machine
+	# has not downloaded them yet).
+	(cd "${TEAMSPACE_ROOT}" && go mod download)
 	local binds=(
 		--bind-ro="${KUBE_BIN_DIR}:/opt/k8s/bin"
 		--bind-ro="$(dirname "${KINE_BIN}"):/opt/kine/bin"
@@ -159,6 +163,32 @@ wait_booted() {
 	log "node up (k3s.service $(node_exec systemctl is-active k3s.service))"
 }
 
+# remove_cgroups removes the cgroups nspawn made under ours (payload,
+# supervisor), then ours. Processes of the node can outlive nspawn for a
+# moment (exiting, or waiting for a late reaper), and a cgroup with tasks
+# cannot be removed: so it retries for up to 30 s, killing what is left in
+# them, and fails if any remains (a leftover cgroup is a change to the host).
+remove_cgroups() {
+	local d i left
+	for ((i = 0; i < 300; i++)); do
+		left=0
+		for d in "${CGROUP_DIRS[@]}"; do
+			[[ -d "${d}" ]] || continue
+			find "${d}" -name cgroup.procs -exec cat {} + 2>/dev/null | xargs -r kill -KILL 2>/dev/null || true
+			find "${d}" -depth -type d -exec rmdir {} + 2>/dev/null || true
+			[[ ! -d "${d}" ]] || left=1
+		done
+		((left)) || return 0
+		sleep 0.1
+	done
+	for d in "${CGROUP_DIRS[@]}"; do
+		[[ -d "${d}" ]] || continue
+		log "cgroup ${d} is still there; tasks in it:"
+		find "${d}" -name cgroup.procs -exec grep -H . {} + >&2 || true
+	done
+	die "could not remove the node's cgroups"
+}
+
 stop() {
 	local pid i
 	if pid="$(nspawn_pid)"; then
@@ -175,12 +205,7 @@ stop() {
 		fi
 	fi
 	rm -f "${STATE}/nspawn.pid"
-	# The cgroups nspawn made under ours (payload, supervisor), then ours.
-	local d
-	for d in "${CGROUP_DIRS[@]}"; do
-		if [[ -d "${d}" ]]; then find "${d}" -depth -type d -exec rmdir {} + 2>/dev/null || true; fi
-		[[ ! -d "${d}" ]] || log "WARNING: cgroup ${d} is still there"
-	done
+	remove_cgroups
 	if [[ -e "${STATE}/remove-run-nspawn" ]]; then
 		rm -rf /run/systemd/nspawn
 		rm -f "${STATE}/remove-run-nspawn"
