@@ -169,12 +169,13 @@ wait_booted() {
 # cannot be removed: so it retries for up to 30 s, killing what is left in
 # them, and fails if any remains (a leftover cgroup is a change to the host).
 remove_cgroups() {
-	local d i left
+	local d i left pids
 	for ((i = 0; i < 300; i++)); do
 		left=0
 		for d in "${CGROUP_DIRS[@]}"; do
 			[[ -d "${d}" ]] || continue
-			find "${d}" -name cgroup.procs -exec cat {} + 2>/dev/null | xargs -r kill -KILL 2>/dev/null || true
+			mapfile -t pids < <(find "${d}" -name cgroup.procs -exec cat {} + 2>/dev/null)
+			((${#pids[@]} == 0)) || kill -KILL "${pids[@]}" 2>/dev/null || true
 			find "${d}" -depth -type d -exec rmdir {} + 2>/dev/null || true
 			[[ ! -d "${d}" ]] || left=1
 		done
