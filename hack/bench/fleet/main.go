@@ -594,10 +594,15 @@ func (f *fleet) probe(ctx context.Context, kind, name string) (time.Duration, er
 	ns := "team-" + name
 	want := strconv.Itoa(tsPods)
 	// settled: the quota holds the TeamSpace's value
+	// lastUID is the quota about to be deleted, read before the delete: read
+	// after it, a repair faster than this goroutine (2 busy cores) had
+	// already put the new quota's uid there, and the probe waited in vain.
+	var lastUID types.UID
 	settleBy := time.Now().Add(10 * time.Second)
 	for {
 		obj, ok, _ := f.quotas.GetByKey(ns + "/" + quotaName)
 		if ok && hardPods(obj.(*corev1.ResourceQuota).Spec.Hard) == want {
+			lastUID = obj.(*corev1.ResourceQuota).UID
 			break
 		}
 		if time.Now().After(settleBy) {
@@ -628,10 +633,6 @@ func (f *fleet) probe(ctx context.Context, kind, name string) (time.Duration, er
 	}
 	timer := time.NewTimer(30 * time.Second)
 	defer timer.Stop()
-	var lastUID types.UID
-	if obj, ok, _ := f.quotas.GetByKey(ns + "/" + quotaName); ok {
-		lastUID = obj.(*corev1.ResourceQuota).UID
-	}
 	for {
 		select {
 		case q := <-ch:
