@@ -593,11 +593,11 @@ func hardPods(rl corev1.ResourceList) string {
 func (f *fleet) probe(ctx context.Context, kind, name string) (time.Duration, error) {
 	ns := "team-" + name
 	want := strconv.Itoa(tsPods)
-	// settled: the quota holds the TeamSpace's value
 	// lastUID is the quota about to be deleted, read before the delete: read
 	// after it, a repair faster than this goroutine (2 busy cores) had
 	// already put the new quota's uid there, and the probe waited in vain.
 	var lastUID types.UID
+	// settled: the quota holds the TeamSpace's value
 	settleBy := time.Now().Add(10 * time.Second)
 	for {
 		obj, ok, _ := f.quotas.GetByKey(ns + "/" + quotaName)
