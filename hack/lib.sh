@@ -257,3 +257,21 @@ stop_owned() {
 	fi
 	rm -f "${pidfile}"
 }
+
+# ensure_limits_config KUBECTL...: creates ConfigMap
+# teamspace-system/teamspace-limits from hack/deploy/limits-config.yaml when
+# it is missing and keeps one that exists: it holds the platform team's
+# limits, and an upgrade must not reset them. Its namespace must exist. It
+# says in one line (with the caller's say) which it did. Used by
+# hack/deploy/install.sh and hack/up.sh.
+ensure_limits_config() {
+	local ns=teamspace-system cm=teamspace-limits
+	if "$@" -n "$ns" get configmap "$cm" >/dev/null 2>&1; then
+		# shellcheck disable=SC2016 # a go-template, not shell
+		say "platform limits: ConfigMap $ns/$cm exists, kept as it is: $("$@" -n "$ns" get configmap "$cm" \
+			-o go-template='{{range $k, $v := .data}}{{$k}}="{{$v}}" {{end}}')"
+	else
+		"$@" create -f "${TEAMSPACE_ROOT}/hack/deploy/limits-config.yaml" >&2
+		say "platform limits: created ConfigMap $ns/$cm with the shipped defaults (change them: kubectl -n $ns edit configmap $cm)"
+	fi
+}

@@ -287,6 +287,11 @@ up() {
 	say "applying Metacontroller's CRDs ($engine_crds) and crd.yaml"
 	kubectl apply -f "$engine_crds" >&2
 	kubectl apply -f "$repo/crd.yaml" -f "$repo/hack/deploy/guardrails.yaml" >&2
+	# The platform limits, as install.sh applies them: the policy always,
+	# the ConfigMap (in teamspace-system) only when missing.
+	kubectl create namespace teamspace-system --dry-run=client -o yaml | kubectl apply -f - >&2
+	kubectl apply -f "$repo/hack/deploy/limits.yaml" >&2
+	ensure_limits_config kubectl
 	kubectl wait --for=condition=Established --timeout=60s \
 		crd/compositecontrollers.metacontroller.k8s.io \
 		crd/decoratorcontrollers.metacontroller.k8s.io \

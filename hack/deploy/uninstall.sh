@@ -12,7 +12,9 @@
 # deletionTimestamp) it refuses to remove the engine that must finish that
 # deletion, and names them; with --wait it waits for them instead. Protected
 # TeamSpaces (annotation platform.labhub.io/protected: "true") are never
-# deleted by it. The guard rails (guardrails.yaml) stay while the CRD stays.
+# deleted by it. The guard rails (guardrails.yaml) and the platform limits
+# (limits.yaml, limits-config.yaml) stay while the CRD stays: TeamSpaces can
+# still be requested then, and a re-install would act on them.
 #
 # Usage: hack/deploy/uninstall.sh [options]
 #   --delete-teamspaces  ALSO delete every TeamSpace, the TeamSpace CRD and so
@@ -163,7 +165,7 @@ EOF
 	say "DELETING CRD $TS_CRD (annotated $TS_ALLOW_DELETE=true first, as the guard rails require)"
 	kc annotate --overwrite crd "$TS_CRD" "$TS_ALLOW_DELETE=true" >&2
 	del crd "$TS_CRD"
-	del -f "$deploy_dir/guardrails.yaml"
+	del -f "$deploy_dir/guardrails.yaml" -f "$deploy_dir/limits.yaml" -f "$deploy_dir/limits-config.yaml"
 elif [[ -n $have_crd ]]; then
 	busy=$(deleting)
 	if [[ -n $busy ]]; then
@@ -204,9 +206,13 @@ if [[ -n $cluster ]]; then
 	del clusterrole teamspace-metacontroller
 	del -n "$TS_NAMESPACE" serviceaccount "$TS_SERVICE_ACCOUNT" 2>/dev/null || true
 	# The namespace goes too, unless something else lives there (e.g. the
-	# in-cluster hook of hack/deploy/kustomize).
+	# in-cluster hook of hack/deploy/kustomize) or the platform limits do
+	# (ConfigMap teamspace-limits: it stays while the CRD stays, see above).
 	if kc get namespace "$TS_NAMESPACE" >/dev/null 2>&1; then
-		others=$(kc -n "$TS_NAMESPACE" get deployments,statefulsets,daemonsets,pods,services,persistentvolumeclaims -o name 2>/dev/null || true)
+		others=$({
+			kc -n "$TS_NAMESPACE" get deployments,statefulsets,daemonsets,pods,services,persistentvolumeclaims -o name
+			kc -n "$TS_NAMESPACE" get configmap teamspace-limits -o name --ignore-not-found
+		} 2>/dev/null || true)
 		if [[ -z $others ]]; then
 			kc delete namespace "$TS_NAMESPACE" --ignore-not-found --wait=true --timeout=120s >&2 ||
 				warn "namespace $TS_NAMESPACE is still terminating"

@@ -62,10 +62,12 @@ for ((i = 0; i < 100; i++)); do
 	(exec 3<>/dev/tcp/127.0.0.1/2379) 2>/dev/null && break
 	sleep 0.1
 done
+# As k3s runs them: privileged pods allowed by the API server (Pod Security
+# decides per namespace), every default controller on plus the token cleaner.
 "$bin/kube-apiserver" --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port=6443 \
 	--etcd-servers=http://127.0.0.1:2379 --storage-media-type=application/json \
 	--tls-cert-file="$pki/apiserver.crt" --tls-private-key-file="$pki/apiserver.key" \
-	--client-ca-file="$pki/ca.crt" --authorization-mode=Node,RBAC \
+	--client-ca-file="$pki/ca.crt" --authorization-mode=Node,RBAC --allow-privileged=true \
 	--service-cluster-ip-range=10.43.0.0/16 \
 	--service-account-issuer=https://kubernetes.default.svc.cluster.local \
 	--api-audiences=https://kubernetes.default.svc.cluster.local \
@@ -73,7 +75,7 @@ done
 	--endpoint-reconciler-type=none --profiling=false &
 "$bin/kube-controller-manager" --kubeconfig="$server/controller.kubeconfig" \
 	--bind-address=127.0.0.1 --secure-port=10257 --leader-elect=false \
-	--controllers=garbage-collector-controller,namespace-controller,resourcequota-controller,serviceaccount-controller,serviceaccount-token-controller,root-ca-certificate-publisher-controller,clusterrole-aggregation-controller \
+	--controllers='*,tokencleaner' \
 	--use-service-account-credentials=false --service-account-private-key-file="$pki/sa.key" \
 	--root-ca-file="$pki/ca.crt" --cluster-name=k3s-standin --profiling=false &
 # One service: when any part exits, the whole unit fails and systemd

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/labhub/teamspace/tests/controlplane"
@@ -19,12 +20,15 @@ import (
 
 var teamSpaces = schema.GroupVersionResource{Group: "platform.labhub.io", Version: "v1alpha1", Resource: "teamspaces"}
 
-// BenchmarkAdmission measures what the guard rails (hack/deploy/guardrails.yaml,
-// a ValidatingAdmissionPolicy) add to TeamSpace writes: the same create,
-// update and delete with the policy absent and enforced, one client, one
+// BenchmarkAdmission measures what the admission policies add to TeamSpace
+// writes: the same create, update and delete with no policy ("absent"),
+// with the guard rails (hack/deploy/guardrails.yaml) and with the guard
+// rails and the platform limits (hack/deploy/limits.yaml), one client, one
 // request at a time, so ns/op is the request's latency through admission.
-// Create and delete are server dry runs (admission runs, nothing is
-// stored); update is a real annotation write. Run it with
+// "create" is the admin's (system:masters: the limits' exempt path),
+// "create-requester" a teamspace-requester's within the limits (every limit
+// evaluated). Creates and delete are server dry runs (admission runs,
+// nothing is stored); update is a real annotation write. Run it with
 //
 //	go test -run '^$' -bench Admission -benchtime 300x -count 5 ./tests/cluster
 func BenchmarkAdmission(b *testing.B) {
@@ -36,12 +40,19 @@ func BenchmarkAdmission(b *testing.B) {
 	}
 	cfg.QPS, cfg.Burst = 1e6, 1e6 // the client's rate limiter must not be what is measured
 	dyn := dynamic.NewForConfigOrDie(cfg).Resource(teamSpaces)
+	// A requester, impersonated (the admin may impersonate).
+	requester := "bench-requester-" + suffix(b, 6)
+	mustKubectl(b, "", "create", "clusterrolebinding", requester, "--clusterrole=teamspace-requester", "--user="+requester)
+	b.Cleanup(func() { _, _ = kubectl(b, "", "delete", "clusterrolebinding", requester) })
+	rcfg := rest.CopyConfig(cfg)
+	rcfg.Impersonate = rest.ImpersonationConfig{UserName: requester}
+	asRequester := dynamic.NewForConfigOrDie(rcfg).Resource(teamSpaces)
 	ctx := context.Background()
 	name := "bench-admission-" + suffix(b, 6)
 	obj := func(n string) *unstructured.Unstructured {
 		return &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": groupVersion, "kind": "TeamSpace",
-			"metadata": map[string]any{"name": n}, "spec": map[string]any{"pods": int64(1)},
+			"metadata": map[string]any{"name": n}, "spec": map[string]any{"pods": int64(1), "memory": "1Gi"},
 		}}
 	}
 	if _, err := dyn.Create(ctx, obj(name), metav1.CreateOptions{}); err != nil {
@@ -55,6 +66,10 @@ func BenchmarkAdmission(b *testing.B) {
 	}{
 		{"create", func(i int) error {
 			_, err := dyn.Create(ctx, obj(fmt.Sprintf("%s-%d", name, i)), metav1.CreateOptions{DryRun: dryRun})
+			return err
+		}},
+		{"create-requester", func(i int) error {
+			_, err := asRequester.Create(ctx, obj(fmt.Sprintf("%s-r%d", name, i)), metav1.CreateOptions{DryRun: dryRun})
 			return err
 		}},
 		{"update", func(i int) error {
@@ -73,11 +88,15 @@ func BenchmarkAdmission(b *testing.B) {
 			}
 		}
 	}
-	for _, policy := range []string{"absent", "enforced"} {
-		if policy == "enforced" {
-			installGuardrails(b)
-		} else {
+	for _, policy := range []string{"absent", "guardrails", "guardrails+limits"} {
+		switch policy {
+		case "absent":
+			removeLimits(b, requester)
 			removeGuardrails(b)
+		case "guardrails":
+			installGuardrails(b)
+		case "guardrails+limits":
+			installLimits(b)
 		}
 		for _, o := range ops {
 			b.Run("policy="+policy+"/"+o.op, func(b *testing.B) {
@@ -98,5 +117,19 @@ func removeGuardrails(b testing.TB) {
 	mustKubectl(b, "", "delete", "--ignore-not-found", "-f", filepath.Join(repoRoot(b), "hack", "deploy", "guardrails.yaml"))
 	if !eventually(30*time.Second, 200*time.Millisecond, func() bool { return !guardrailsEnforced(b) }) {
 		b.Fatal("the guard-rails policy is still enforced 30s after deleting it")
+	}
+}
+
+// removeLimits deletes the limits policy if present and waits until the API
+// server no longer enforces it: a privileged TeamSpace of the requester
+// (bound to teamspace-requester) is admitted (server dry run).
+func removeLimits(b testing.TB, requester string) {
+	b.Helper()
+	mustKubectl(b, "", "delete", "--ignore-not-found", "-f", limitsFile(b, "limits.yaml"))
+	privileged := map[string]any{"pods": 1, "podSecurity": "privileged"}
+	if !eventually(30*time.Second, 200*time.Millisecond, func() bool {
+		return probe(b, as(requester), privileged) == nil
+	}) {
+		b.Fatal("the limits policy is still enforced 30s after deleting it")
 	}
 }

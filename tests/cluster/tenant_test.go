@@ -96,11 +96,9 @@ func TestDayOne(t *testing.T) {
 			}
 		}
 	})
-	// The test control plane runs kube-apiserver with --allow-privileged=false
-	// (its default), which refuses privileged: true before Pod Security is
-	// asked; k3s allows it and Pod Security refuses it. A pod adding
-	// CAP_SYS_ADMIN, which baseline forbids as it forbids privileged, shows
-	// Pod Security itself at work.
+	// The test control plane allows privileged pods (--allow-privileged=true,
+	// as k3s): Pod Security baseline is what refuses them here, as it does
+	// a pod adding CAP_SYS_ADMIN.
 	t.Run("privileged pod refused under baseline", func(t *testing.T) {
 		_, err := kubectl(t, pod("priv", map[string]any{"privileged": true}), owner, "create", "-f", "-")
 		_, psaErr := kubectl(t, pod("sysadmin", map[string]any{"capabilities": map[string]any{"add": []any{"SYS_ADMIN"}}}), owner, "create", "-f", "-")
@@ -108,8 +106,8 @@ func TestDayOne(t *testing.T) {
 		evidence["sysAdminPod"] = map[string]any{"refused": psaErr != nil, "error": errText(psaErr)}
 		if err == nil {
 			t.Errorf("privileged pod admitted")
-		} else if !strings.Contains(err.Error(), `violates PodSecurity "baseline:latest"`) && !strings.Contains(err.Error(), "disallowed by cluster policy") {
-			t.Errorf("privileged pod: want refusal by PodSecurity baseline:latest (or --allow-privileged=false), got %v", err)
+		} else if !strings.Contains(err.Error(), `violates PodSecurity "baseline:latest"`) {
+			t.Errorf("privileged pod: want refusal by PodSecurity baseline:latest, got %v", err)
 		}
 		if psaErr == nil || !strings.Contains(psaErr.Error(), `violates PodSecurity "baseline:latest"`) {
 			t.Errorf("SYS_ADMIN pod: want refusal by PodSecurity baseline:latest, got %v", psaErr)

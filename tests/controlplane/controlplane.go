@@ -33,15 +33,13 @@ import (
 	"github.com/labhub/teamspace/tests/testenv"
 )
 
-// kcmControllers are the controllers the tests rely on (garbage collector,
-// namespace deletion, quota status) plus the ones that make a namespace look
-// like a real cluster's (default service account, kube-root-ca.crt,
-// aggregated roles).
-var kcmControllers = []string{
-	"garbage-collector-controller", "namespace-controller", "resourcequota-controller",
-	"serviceaccount-controller", "serviceaccount-token-controller",
-	"root-ca-certificate-publisher-controller", "clusterrole-aggregation-controller",
-}
+// kcmControllers is what k3s runs: every controller that is on by default,
+// and the token cleaner. A cluster test then sees what a tenant can reach
+// through all of them (a Deployment's pods are created by the ReplicaSet
+// controller, a Job's by the Job controller, ...), never a cluster made
+// safer by controllers left out. The cloud controllers are off by
+// themselves (no cloud provider).
+var kcmControllers = []string{"*", "tokencleaner"}
 
 // ProfilingEnv set to 1 turns on kube-apiserver's /debug/pprof (off
 // otherwise, as in a hardened install): hack/bench/fleet profiles it.
@@ -291,6 +289,11 @@ func (c *ControlPlane) startAPIServer(ctx context.Context) error {
 		"--tls-private-key-file="+pk("apiserver.key"),
 		"--client-ca-file="+pk("ca.crt"),
 		"--authorization-mode=RBAC",
+		// As k3s: privileged pods are allowed by the API server and refused
+		// (or not) by Pod Security per namespace. With the default (false)
+		// every privileged pod is refused before Pod Security is asked, and
+		// a test of an escalation through a TeamSpace would prove nothing.
+		"--allow-privileged=true",
 		"--service-cluster-ip-range="+serviceCIDR,
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--api-audiences=https://kubernetes.default.svc.cluster.local",

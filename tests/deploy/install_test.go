@@ -118,6 +118,9 @@ func TestInstallUninstall(t *testing.T) {
 		// Whatever happened: stop our processes, remove our objects.
 		deployScript(t, env, "uninstall.sh")
 		removeTeamSpace(t, ts)
+		// The limits stay with the CRD (uninstall.sh); not in this cluster.
+		kubectl(t, "delete", "--ignore-not-found", "-f", filepath.Join(repoRoot(t), "hack/deploy/limits.yaml"))
+		kubectl(t, "delete", "--ignore-not-found", "-f", filepath.Join(repoRoot(t), "hack/deploy/limits-config.yaml"))
 	})
 
 	var firstPIDs []int
@@ -136,7 +139,12 @@ func TestInstallUninstall(t *testing.T) {
 		}
 		if round == 1 {
 			firstPIDs = pids
+			// The platform team sets its limits; the upgrade must keep them.
+			kubectlOK(t, "-n", "teamspace-system", "patch", "configmap", "teamspace-limits", "--type=merge", "-p", `{"data":{"maxPods":"33"}}`)
 		} else {
+			if !strings.Contains(r.stderr, "ConfigMap teamspace-system/teamspace-limits exists, kept as it is") {
+				t.Errorf("install.sh again does not say it kept the limits:\n%s", r.stderr)
+			}
 			for i, pid := range firstPIDs {
 				if alive(pid) {
 					t.Errorf("install.sh again left the old process %d running beside %d", pid, pids[i])
@@ -196,10 +204,17 @@ func TestInstallUninstall(t *testing.T) {
 				{"clusterrolebinding", "teamspace-metacontroller"},
 				{"-n", "teamspace-system", "serviceaccount", "metacontroller"},
 				{"compositecontrollers.metacontroller.k8s.io", "teamspace"},
+				{"validatingadmissionpolicy", "teamspace-limits"},
+				{"validatingadmissionpolicybinding", "requires-configmap.teamspace-system.teamspace-limits"},
+				{"validatingadmissionpolicybinding", "teamspace-limits-updates"},
+				{"validatingadmissionpolicy", "teamspace-guardrails"},
 			} {
 				if !exists(t, obj...) {
 					t.Errorf("%v missing after install", obj)
 				}
+			}
+			if got := kubectlOK(t, "-n", "teamspace-system", "get", "configmap", "teamspace-limits", "-o", "jsonpath={.data.maxPods}"); got != "33" {
+				t.Errorf("the platform's maxPods after install.sh again: %q, want its own 33 kept", got)
 			}
 			url := kubectlOK(t, "get", "compositecontrollers.metacontroller.k8s.io", "teamspace", "-o", "jsonpath={.spec.hooks.sync.webhook.url}")
 			if url != "http://"+hookAddr+"/sync" {
@@ -241,6 +256,17 @@ func TestInstallUninstall(t *testing.T) {
 					}
 					return nil
 				})
+			}
+		}},
+		{"limits kept while the CRD stays", func(t *testing.T) {
+			for _, obj := range [][]string{
+				{"validatingadmissionpolicy", "teamspace-limits"},
+				{"validatingadmissionpolicybinding", "requires-configmap.teamspace-system.teamspace-limits"},
+				{"-n", "teamspace-system", "configmap", "teamspace-limits"},
+			} {
+				if !exists(t, obj...) {
+					t.Errorf("%v removed by uninstall.sh while TeamSpaces can still be requested", obj)
+				}
 			}
 		}},
 		{"TeamSpace CRD and TeamSpace kept", func(t *testing.T) {

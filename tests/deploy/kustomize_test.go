@@ -291,20 +291,28 @@ func TestKustomizeCompositeControllerOnlyURLs(t *testing.T) {
 	}
 }
 
-// TestKustomizeGuardrails: both overlays apply the guard rails of
-// hack/deploy/guardrails.yaml unchanged (loaded from there, no copy).
+// TestKustomizeGuardrails: both overlays apply the guard rails
+// (hack/deploy/guardrails.yaml) and the platform limits (limits.yaml, its
+// policy and bindings, and limits-config.yaml, the ConfigMap) unchanged:
+// every object of those files, loaded from there, no copy.
 func TestKustomizeGuardrails(t *testing.T) {
-	want := readManifest(t, "hack/deploy/guardrails.yaml")
-	for _, dir := range []string{"hack/deploy/kustomize/in-cluster", "hack/deploy/kustomize/in-cluster-tls"} {
-		objs := kustomize(t, dir)
-		for _, kind := range []string{"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"} {
-			w, g := find(want, kind, "teamspace-guardrails"), find(objs, kind, "teamspace-guardrails")
-			if w == nil || g == nil {
-				t.Errorf("%s: %s teamspace-guardrails missing (in guardrails.yaml: %v)", dir, kind, w != nil)
-				continue
-			}
-			if !reflect.DeepEqual(w, g) {
-				t.Errorf("%s renders %s differently from hack/deploy/guardrails.yaml:\nwant %s\ngot  %s", dir, kind, jsonText(w), jsonText(g))
+	for _, file := range []string{"hack/deploy/guardrails.yaml", "hack/deploy/limits.yaml", "hack/deploy/limits-config.yaml"} {
+		want := readManifest(t, file)
+		if len(want) == 0 {
+			t.Fatalf("%s holds no object", file)
+		}
+		for _, dir := range []string{"hack/deploy/kustomize/in-cluster", "hack/deploy/kustomize/in-cluster-tls"} {
+			objs := kustomize(t, dir)
+			for _, w := range want {
+				kind, name := str(w, "kind"), str(w, "metadata", "name")
+				g := find(objs, kind, name)
+				if g == nil {
+					t.Errorf("%s: %s %s of %s missing", dir, kind, name, file)
+					continue
+				}
+				if !reflect.DeepEqual(w, g) {
+					t.Errorf("%s renders %s %s differently from %s:\nwant %s\ngot  %s", dir, kind, name, file, jsonText(w), jsonText(g))
+				}
 			}
 		}
 	}

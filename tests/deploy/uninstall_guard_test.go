@@ -34,6 +34,9 @@ func TestUninstallCannotStrand(t *testing.T) {
 		// --delete-teamspaces removes the CRD; the package's other tests
 		// expect it.
 		kubectl(t, "apply", "-f", filepath.Join(repoRoot(t), "crd.yaml"))
+		// The limits stay with the CRD (uninstall.sh); not in this cluster.
+		kubectl(t, "delete", "--ignore-not-found", "-f", filepath.Join(repoRoot(t), "hack/deploy/limits.yaml"))
+		kubectl(t, "delete", "--ignore-not-found", "-f", filepath.Join(repoRoot(t), "hack/deploy/limits-config.yaml"))
 	})
 	install := func() {
 		t.Helper()
@@ -160,7 +163,8 @@ func TestUninstallCannotStrand(t *testing.T) {
 		if !archived(uid) {
 			t.Errorf("no archive record for uninst-all (%s) in %s", uid, archive)
 		}
-		for _, obj := range [][]string{{"namespace", "team-uninst-all"}, {"crd", "teamspaces.platform.labhub.io"}, {"compositecontrollers.metacontroller.k8s.io", "teamspace"}} {
+		for _, obj := range [][]string{{"namespace", "team-uninst-all"}, {"crd", "teamspaces.platform.labhub.io"}, {"compositecontrollers.metacontroller.k8s.io", "teamspace"},
+			{"validatingadmissionpolicy", "teamspace-limits"}, {"-n", "teamspace-system", "configmap", "teamspace-limits"}} {
 			if exists(t, obj...) {
 				t.Errorf("%v left after --delete-teamspaces", obj)
 			}

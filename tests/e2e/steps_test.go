@@ -471,9 +471,8 @@ func stepDayOne(t *testing.T, w *walk) {
 		}}
 		if privileged {
 			// Privileged and a hostPath volume: baseline forbids both. The
-			// test API server also refuses privileged by itself
-			// (--allow-privileged defaults to false; k3s sets it true), so
-			// the hostPath is what shows Pod Security at work.
+			// API server allows privileged pods (as k3s does), so Pod
+			// Security is what refuses it.
 			p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptrTo(true)}
 			p.Spec.Volumes = []corev1.Volume{{Name: "host", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}}}
 		}
@@ -498,8 +497,8 @@ func stepDayOne(t *testing.T, w *walk) {
 		t.Errorf("the admitted pod requests cpu %s, want the LimitRange's default %s", gotCPU, wantCPU)
 	}
 	_, privErr := ann.CoreV1().Pods(ns).Create(w.ctx, pod("day-one-privileged", true), metav1.CreateOptions{})
-	if privErr == nil {
-		t.Error("a privileged pod was admitted in a baseline namespace")
+	if privErr == nil || !strings.Contains(privErr.Error(), "PodSecurity") {
+		t.Errorf("a privileged pod under baseline: %v, want refused by PodSecurity", privErr)
 	}
 	hostPath := pod("day-one-hostpath", true)
 	hostPath.Spec.Containers[0].SecurityContext = nil

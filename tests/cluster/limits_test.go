@@ -1,0 +1,545 @@
+package cluster_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/labhub/teamspace/hook/teamspace"
+)
+
+// The platform limits (hack/deploy/limits.yaml, limits-config.yaml) tried
+// as an attacker would: through impersonation (kubectl --as), with the
+// shipped roles, on an API server that allows privileged pods as k3s does
+// (tests/controlplane runs it with --allow-privileged=true).
+
+const (
+	limitsPolicy    = "teamspace-limits"
+	limitsNamespace = "teamspace-system"
+	limitsConfigMap = "teamspace-limits"
+	limitsSource    = "ConfigMap teamspace-system/teamspace-limits"
+	engineIdentity  = "system:serviceaccount:teamspace-system:metacontroller"
+	platformGroup   = "platform-team"
+)
+
+// limitsFile is a manifest of hack/deploy.
+func limitsFile(t testing.TB, name string) string {
+	return filepath.Join(repoRoot(t), "hack", "deploy", name)
+}
+
+// installLimits applies what install.sh applies for the limits: the engine's
+// RBAC (rbac.yaml: namespace teamspace-system, the engine's ServiceAccount
+// and role), the shipped roles, the policy with its bindings and the
+// shipped ConfigMap with exemptGroups set to platformGroup, and waits until
+// the API server decides by them. All of it stays installed, like the CRD
+// (every admin's write is exempt, so the other tests do not notice): the
+// tests change only the ConfigMap. Deleting and re-creating the policy
+// between tests once left admission reading a stale copy of the ConfigMap
+// for minutes (seen in a full run of this package, not reproduced alone).
+func installLimits(t testing.TB) {
+	t.Helper()
+	installCRD(t)
+	mustKubectl(t, "", "apply", "-f", limitsFile(t, "rbac.yaml"), "-f", limitsFile(t, "roles.yaml"), "-f", limitsFile(t, "limits.yaml"))
+	if _, err := kubectl(t, "", "get", "clusterrolebinding", limitsProbeUser); err != nil {
+		mustKubectl(t, "", "create", "clusterrolebinding", limitsProbeUser, "--clusterrole=teamspace-requester", "--user="+limitsProbeUser)
+	}
+	resetLimitsConfig(t)
+}
+
+// limitsProbeUser is a requester the tests' probes impersonate.
+const limitsProbeUser = "teamspace-limits-probe"
+
+// resetLimitsConfig applies the shipped ConfigMap with platformGroup exempt
+// and waits until admission decides by it: a requester at exactly the
+// shipped limits and a platformGroup member's privileged TeamSpace are both
+// admitted (server dry runs). The API server reads parameter objects
+// through an informer, so a change takes a moment to count.
+func resetLimitsConfig(t testing.TB) {
+	t.Helper()
+	mustKubectl(t, "", "apply", "-f", limitsFile(t, "limits-config.yaml"))
+	setLimit(t, "exemptGroups", platformGroup)
+	atLimits := map[string]any{"pods": 10, "cpu": "4", "memory": "8Gi", "podSecurity": "restricted", "networkIsolation": true}
+	if !eventually(30*time.Second, 100*time.Millisecond, func() bool {
+		return probe(t, as(limitsProbeUser), atLimits) == nil &&
+			probe(t, as(limitsProbeUser, platformGroup), map[string]any{"pods": 50, "podSecurity": "privileged"}) == nil &&
+			probe(t, as(limitsProbeUser), map[string]any{"pods": 1, "memory": "1Gi", "podSecurity": "privileged"}) != nil
+	}) {
+		t.Fatalf("admission does not follow the shipped limits 30s after applying them: %v",
+			probe(t, as(limitsProbeUser), atLimits))
+	}
+}
+
+// setLimit writes one key of the ConfigMap.
+func setLimit(t testing.TB, key, value string) {
+	t.Helper()
+	patch, _ := json.Marshal(map[string]any{"data": map[string]string{key: value}})
+	mustKubectl(t, "", "-n", limitsNamespace, "patch", "configmap", limitsConfigMap, "--type=merge", "-p", string(patch))
+}
+
+// probe is a server dry run of a TeamSpace create as who.
+func probe(t testing.TB, who []string, spec map[string]any) error {
+	_, err := kubectl(t, teamSpace("limits-probe", spec), append(who, "create", "--dry-run=server", "-f", "-")...)
+	return err
+}
+
+// settled waits until a probe as the requester probe user with spec is
+// refused with a message containing want: the ConfigMap's change counts.
+func settled(t testing.TB, spec map[string]any, want string) {
+	t.Helper()
+	if !eventually(30*time.Second, 100*time.Millisecond, func() bool {
+		err := probe(t, as(limitsProbeUser), spec)
+		return err != nil && strings.Contains(err.Error(), want)
+	}) {
+		t.Fatalf("a requester's probe is not refused with %q 30s after the change: %v", want, probe(t, as(limitsProbeUser), spec))
+	}
+}
+
+// bindRole binds a ClusterRole to a user or group for the test.
+func bindRole(t *testing.T, role, kind, name string) {
+	t.Helper()
+	b := "ts-test-" + suffix(t, 8)
+	flag := "--user=" + name
+	if kind == "Group" {
+		flag = "--group=" + name
+	}
+	mustKubectl(t, "", "create", "clusterrolebinding", b, "--clusterrole="+role, flag)
+	deleteOnCleanup(t, "clusterrolebinding", b)
+}
+
+// as is kubectl as user (with groups), through impersonation.
+func as(user string, groups ...string) []string {
+	args := []string{"--as=" + user}
+	for _, g := range groups {
+		args = append(args, "--as-group="+g)
+	}
+	return args
+}
+
+// createAs creates a TeamSpace as who and removes it (finalizers and all)
+// when the test ends.
+func createAs(t *testing.T, who []string, name string, spec map[string]any) error {
+	t.Helper()
+	t.Cleanup(func() { forceDelete(t, name) })
+	_, err := kubectl(t, teamSpace(name, spec), append(who, "create", "-f", "-")...)
+	return err
+}
+
+// forceDelete deletes a TeamSpace and drops its finalizers (no engine runs
+// here to finalize it).
+func forceDelete(t *testing.T, name string) {
+	_, _ = kubectl(t, "", "patch", "teamspace", name, "--type=json", "-p", `[{"op":"remove","path":"/metadata/finalizers"}]`)
+	_, _ = kubectl(t, "", "delete", "teamspace", name, "--ignore-not-found", "--wait=false")
+}
+
+// wantLimitRefusal checks that err is the limits policy's one-line refusal
+// and says every part of want.
+func wantLimitRefusal(t *testing.T, what string, err error, want ...string) {
+	t.Helper()
+	if err == nil {
+		t.Errorf("%s: admitted, want refused by %s", what, limitsPolicy)
+		return
+	}
+	msg := strings.TrimSpace(err.Error())
+	if !strings.Contains(msg, "ValidatingAdmissionPolicy '"+limitsPolicy+"'") {
+		t.Errorf("%s: refused, but not by %s: %v", what, limitsPolicy, msg)
+	}
+	if strings.Contains(msg, "\n") {
+		t.Errorf("%s: the refusal is not one line: %q", what, msg)
+	}
+	for _, w := range want {
+		if !strings.Contains(msg, w) {
+			t.Errorf("%s: message lacks %q: %s", what, w, msg)
+		}
+	}
+}
+
+// within is a spec a requester may have under the shipped limits.
+func within() map[string]any {
+	return map[string]any{"pods": 2, "cpu": "500m", "memory": "1Gi"}
+}
+
+func with(spec map[string]any, kv ...any) map[string]any {
+	out := map[string]any{}
+	for k, v := range spec {
+		out[k] = v
+	}
+	for i := 0; i < len(kv); i += 2 {
+		if kv[i+1] == nil {
+			delete(out, kv[i].(string))
+			continue
+		}
+		out[kv[i].(string)] = kv[i+1]
+	}
+	return out
+}
+
+// TestLimitsRequester: a user bound only to teamspace-requester gets what
+// the shipped limits allow and nothing more; each refusal names the field,
+// the value, the limit and who can grant more. Quantities are compared as
+// quantities ("4000m" is "4"; "8192Mi" is "8Gi").
+func TestLimitsRequester(t *testing.T) {
+	needCluster(t)
+	installLimits(t)
+	s := suffix(t, 6)
+	user := "requester-" + s
+	bindRole(t, "teamspace-requester", "User", user)
+	req := as(user)
+	grant := "only the platform team (group system:masters or " + platformGroup + ")"
+
+	refused := []struct {
+		name string
+		spec map[string]any
+		want []string
+	}{
+		{"privileged", with(within(), "podSecurity", "privileged", "owners", []any{map[string]any{"kind": "User", "name": user}}),
+			[]string{`spec.podSecurity: "privileged" is not allowed`, "the platform allows baseline, restricted", "key podSecurityLevels of " + limitsSource, grant}},
+		{"pods", with(within(), "pods", 11),
+			[]string{"spec.pods: 11 is above the platform limit of 10", "key maxPods of " + limitsSource, grant}},
+		{"cpu", with(within(), "cpu", "100000"),
+			[]string{`spec.cpu: "100000" is above the platform limit of "4"`, "key maxCPU of " + limitsSource, grant}},
+		{"cpu-by-a-milli", with(within(), "cpu", "4001m"), []string{`spec.cpu: "4001m"`}},
+		{"memory", with(within(), "memory", "100Ti"),
+			[]string{`spec.memory: "100Ti" is above the platform limit of "8Gi"`, "key maxMemory of " + limitsSource, grant}},
+		{"memory-by-a-mebibyte", with(within(), "memory", "8193Mi"), []string{`spec.memory: "8193Mi"`}},
+		{"memory-unset", with(within(), "memory", nil),
+			[]string{"spec.memory: unset, which leaves memory in the namespace unlimited", `"8Gi"`, "set spec.memory"}},
+		{"isolation-off", with(within(), "networkIsolation", false),
+			[]string{"spec.networkIsolation: false is not allowed", "key allowNetworkIsolationOff of " + limitsSource, grant}},
+		{"all-at-once", map[string]any{"pods": 50, "cpu": "100000", "memory": "100Ti", "podSecurity": "privileged", "networkIsolation": false},
+			[]string{"spec.pods: 50"}},
+	}
+	for _, c := range refused {
+		t.Run("refused/"+c.name, func(t *testing.T) {
+			name := "lim-" + c.name + "-" + s
+			wantLimitRefusal(t, c.name, createAs(t, req, name, c.spec), c.want...)
+			if _, found := getObject(t, "teamspace", name); found {
+				t.Errorf("a refused TeamSpace %s exists", name)
+			}
+		})
+	}
+	admitted := []struct {
+		name string
+		spec map[string]any
+	}{
+		{"within", within()},
+		{"at-the-limits", map[string]any{"pods": 10, "cpu": "4", "memory": "8Gi", "podSecurity": "restricted", "networkIsolation": true}},
+		{"same-quantities-spelled-otherwise", map[string]any{"pods": 10, "cpu": "4000m", "memory": "8192Mi"}},
+		{"defaults", map[string]any{"pods": 1, "memory": "512Mi"}},
+	}
+	for _, c := range admitted {
+		t.Run("admitted/"+c.name, func(t *testing.T) {
+			if err := createAs(t, req, "lim-"+c.name+"-"+s, c.spec); err != nil {
+				t.Errorf("refused, want admitted: %v", err)
+			}
+		})
+	}
+
+	// "1.5" and "1500m" are the same quantity also as a limit.
+	t.Run("limit-spelled-as-a-decimal", func(t *testing.T) {
+		t.Cleanup(func() { resetLimitsConfig(t) })
+		setLimit(t, "maxCPU", "1.5")
+		settled(t, with(within(), "cpu", "1501m"), `limit of "1.5"`)
+		if err := createAs(t, req, "lim-dec-ok-"+s, with(within(), "cpu", "1500m")); err != nil {
+			t.Errorf("cpu 1500m under maxCPU 1.5: refused: %v", err)
+		}
+		wantLimitRefusal(t, "cpu 1501m under maxCPU 1.5", createAs(t, req, "lim-dec-no-"+s, with(within(), "cpu", "1501m")),
+			`spec.cpu: "1501m" is above the platform limit of "1.5"`)
+	})
+
+	// The requester has no update: the limits cannot be walked around by
+	// creating small and growing later.
+	t.Run("no-growing-later", func(t *testing.T) {
+		name := "lim-grow-" + s
+		if err := createAs(t, req, name, within()); err != nil {
+			t.Fatal(err)
+		}
+		_, err := kubectl(t, "", append(req, "patch", "teamspace", name, "--type=merge", "-p", `{"spec":{"pods":50}}`)...)
+		if err == nil || !strings.Contains(err.Error(), "forbidden") {
+			t.Errorf("requester patching spec.pods: %v, want forbidden by RBAC", err)
+		}
+	})
+}
+
+// TestLimitsExemptAndEngine: a member of an exempt group (and
+// system:masters) gets a privileged TeamSpace above every limit; the
+// engine's identity then adds its finalizer and writes status unhindered; a
+// non-exempt editor may write its metadata and change a spec field within
+// the limits, but not raise one above them.
+func TestLimitsExemptAndEngine(t *testing.T) {
+	needCluster(t)
+	installLimits(t)
+	s := suffix(t, 6)
+	platform := as("platform-"+s, platformGroup)
+	bindRole(t, "teamspace-edit", "Group", platformGroup)
+	bindRole(t, "teamspace-view", "Group", platformGroup)
+	editor := "editor-" + s
+	bindRole(t, "teamspace-edit", "User", editor)
+	bindRole(t, "teamspace-view", "User", editor)
+
+	big := map[string]any{"pods": 50, "cpu": "100000", "memory": "100Ti", "podSecurity": "privileged", "networkIsolation": false}
+	name := "lim-exempt-" + s
+	if err := createAs(t, platform, name, big); err != nil {
+		t.Fatalf("exempt group %s: privileged TeamSpace above the limits refused: %v", platformGroup, err)
+	}
+	if err := createAs(t, nil, "lim-masters-"+s, big); err != nil {
+		t.Errorf("system:masters: privileged TeamSpace above the limits refused: %v", err)
+	}
+
+	t.Run("engine adds its finalizer and writes status", func(t *testing.T) {
+		engineWrites(t, name)
+	})
+
+	ed := as(editor)
+	t.Run("editor writes metadata", func(t *testing.T) {
+		_, err := kubectl(t, "", append(ed, "label", "teamspace", name, "team=a")...)
+		wantAccepted(t, "label", err)
+		_, err = kubectl(t, "", append(ed, "annotate", "teamspace", name, "note=x")...)
+		wantAccepted(t, "annotate", err)
+	})
+	t.Run("editor changes one field within the limits", func(t *testing.T) {
+		_, err := kubectl(t, "", append(ed, "patch", "teamspace", name, "--type=merge", "-p", `{"spec":{"pods":5}}`)...)
+		wantAccepted(t, "pods 50 -> 5 on a privileged TeamSpace (podSecurity, cpu, memory unchanged)", err)
+	})
+	t.Run("editor raises a field above the limits", func(t *testing.T) {
+		_, err := kubectl(t, "", append(ed, "patch", "teamspace", name, "--type=merge", "-p", `{"spec":{"pods":12}}`)...)
+		wantLimitRefusal(t, "pods 5 -> 12", err, "spec.pods: 12 is above the platform limit of 10")
+		_, err = kubectl(t, "", append(ed, "patch", "teamspace", name, "--type=merge", "-p", `{"spec":{"memory":"200Ti"}}`)...)
+		wantLimitRefusal(t, "memory 100Ti -> 200Ti", err, `spec.memory: "200Ti"`)
+		_, err = kubectl(t, "", append(ed, "patch", "teamspace", name, "--type=json", "-p", `[{"op":"remove","path":"/spec/memory"}]`)...)
+		wantLimitRefusal(t, "memory removed", err, "spec.memory: unset")
+		obj, _ := getObject(t, "teamspace", name)
+		if got := field(obj, "spec"); str(field(obj, "spec", "pods")) != "5" || str(field(obj, "spec", "memory")) != "100Ti" {
+			t.Errorf("refused updates changed the TeamSpace: spec %v", got)
+		}
+	})
+	t.Run("editor lowers podSecurity to one that is allowed", func(t *testing.T) {
+		_, err := kubectl(t, "", append(ed, "patch", "teamspace", name, "--type=merge", "-p", `{"spec":{"podSecurity":"baseline"}}`)...)
+		wantAccepted(t, "privileged -> baseline", err)
+		_, err = kubectl(t, "", append(ed, "patch", "teamspace", name, "--type=merge", "-p", `{"spec":{"podSecurity":"privileged"}}`)...)
+		wantLimitRefusal(t, "baseline -> privileged", err, `spec.podSecurity: "privileged" is not allowed`)
+	})
+}
+
+// engineWrites does, as the engine's identity (rbac.yaml's ServiceAccount,
+// impersonated), what Metacontroller does to a TeamSpace: a PUT that adds
+// its finalizer and a PUT of the status subresource.
+func engineWrites(t *testing.T, name string) {
+	t.Helper()
+	obj, found := getObject(t, "teamspace", name)
+	if !found {
+		t.Fatalf("TeamSpace %s not found", name)
+	}
+	meta := obj["metadata"].(map[string]any)
+	meta["finalizers"] = []any{testFinalizer}
+	b, _ := json.Marshal(obj)
+	_, err := kubectl(t, string(b), "--as="+engineIdentity, "replace", "-f", "-")
+	wantAccepted(t, "the engine adds its finalizer", err)
+	obj, _ = getObject(t, "teamspace", name)
+	obj["status"] = map[string]any{"namespace": "team-" + name, "observedGeneration": field(obj, "metadata", "generation")}
+	b, _ = json.Marshal(obj)
+	_, err = kubectl(t, string(b), "--as="+engineIdentity, "replace", "--subresource=status", "-f", "-")
+	wantAccepted(t, "the engine writes status", err)
+	obj, _ = getObject(t, "teamspace", name)
+	if fs, _ := field(obj, "metadata", "finalizers").([]any); len(fs) != 1 || str(field(obj, "status", "namespace")) != "team-"+name {
+		t.Errorf("after the engine's writes: finalizers %v, status %v", field(obj, "metadata", "finalizers"), field(obj, "status"))
+	}
+}
+
+// TestLimitsEscalation is the attack the limits close, end to end: the
+// hook's answer for a TeamSpace is applied as the engine applies it (as the
+// engine's identity), and its owner then asks for a pod with privileged:
+// true, hostPID and the node's / mounted.
+//
+//   - The control: an exempt user's privileged TeamSpace owned by the
+//     requester: the pod is admitted. This API server allows privileged
+//     pods (as k3s does), so only Pod Security and the limits stand between
+//     a requester and the node.
+//   - The attack: the requester's own privileged TeamSpace is refused, and
+//     in the TeamSpace the requester may have (baseline) the same pod is
+//     refused by Pod Security.
+func TestLimitsEscalation(t *testing.T) {
+	needCluster(t)
+	installLimits(t)
+	s := suffix(t, 6)
+	user := "attacker-" + s
+	bindRole(t, "teamspace-requester", "User", user)
+	bindRole(t, "teamspace-edit", "Group", platformGroup)
+	bindRole(t, "teamspace-view", "Group", platformGroup)
+	owners := []any{map[string]any{"kind": "User", "name": user}}
+
+	control := "lim-ctl-" + s
+	if err := createAs(t, as("platform-"+s, platformGroup), control, map[string]any{"pods": 3, "memory": "1Gi", "podSecurity": "privileged", "owners": owners}); err != nil {
+		t.Fatalf("exempt user's privileged TeamSpace: %v", err)
+	}
+	engineStandIn(t, control)
+	_, err := kubectl(t, rootPod("team-"+control), append(as(user), "create", "-f", "-")...)
+	if err != nil {
+		t.Fatalf("control: the owner's privileged pod in a privileged namespace was refused (%v): this API server would refuse the attack by itself, so the test below would prove nothing", err)
+	}
+
+	attack := "lim-atk-" + s
+	wantLimitRefusal(t, "requester's privileged TeamSpace", createAs(t, as(user), attack, map[string]any{"pods": 3, "memory": "1Gi", "podSecurity": "privileged", "owners": owners}),
+		`spec.podSecurity: "privileged" is not allowed`)
+	if _, found := getObject(t, "namespace", "team-"+attack); found {
+		t.Errorf("namespace team-%s exists after the refusal", attack)
+	}
+
+	own := "lim-own-" + s
+	if err := createAs(t, as(user), own, map[string]any{"pods": 3, "memory": "1Gi", "owners": owners}); err != nil {
+		t.Fatalf("requester's baseline TeamSpace: %v", err)
+	}
+	engineStandIn(t, own)
+	_, err = kubectl(t, rootPod("team-"+own), append(as(user), "create", "-f", "-")...)
+	if err == nil || !strings.Contains(err.Error(), `violates PodSecurity "baseline:latest"`) {
+		t.Errorf("the requester's root pod in its own TeamSpace: %v, want refused by PodSecurity baseline", err)
+	}
+}
+
+// rootPod is what "root on every node" takes: privileged, the host's PID
+// namespace and its / mounted.
+func rootPod(ns string) string {
+	b, _ := json.Marshal(map[string]any{
+		"apiVersion": "v1", "kind": "Pod",
+		"metadata": map[string]any{"name": "root", "namespace": ns},
+		"spec": map[string]any{
+			"hostPID": true,
+			"containers": []any{map[string]any{
+				"name": "c", "image": "registry.invalid/none:1",
+				"securityContext": map[string]any{"privileged": true},
+				"resources":       map[string]any{"requests": map[string]any{"cpu": "100m", "memory": "64Mi"}},
+				"volumeMounts":    []any{map[string]any{"name": "host", "mountPath": "/host"}},
+			}},
+			"volumes": []any{map[string]any{"name": "host", "hostPath": map[string]any{"path": "/"}}},
+		},
+	})
+	return string(b)
+}
+
+// engineStandIn does what the engine would for a TeamSpace, with the hook's
+// own answer: sync without a namespace (the answer is the namespace), apply
+// it, sync again with the namespace observed (the answer is every child),
+// apply those; every write as the engine's identity. It waits for the
+// namespace's default ServiceAccount (pods need it) and deletes the
+// namespace when the test ends.
+func engineStandIn(t *testing.T, name string) {
+	t.Helper()
+	ns := teamspace.NamespaceName(name)
+	t.Cleanup(func() { _, _ = kubectl(t, "", "delete", "namespace", ns, "--ignore-not-found", "--wait=false") })
+	for round := 0; round < 2; round++ {
+		parent := mustKubectl(t, "", "get", "teamspace", name, "-o", "json")
+		children := map[string]any{}
+		if out, err := kubectl(t, "", "get", "namespace", ns, "-o", "json"); err == nil {
+			children[teamspace.NamespaceGroup] = map[string]json.RawMessage{ns: json.RawMessage(out)}
+		}
+		body, _ := json.Marshal(map[string]any{"parent": json.RawMessage(parent), "children": children})
+		var r teamspace.Request
+		if err := json.Unmarshal(body, &r); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Validate(); err != nil {
+			t.Fatalf("the hook refuses the request: %v", err)
+		}
+		for _, c := range teamspace.Sync(&r).Children {
+			b, _ := json.Marshal(c.Object)
+			if _, err := kubectl(t, string(b), "--as="+engineIdentity, "apply", "--server-side", "--field-manager=engine-stand-in", "-f", "-"); err != nil {
+				t.Fatalf("applying %s %s as the engine: %v", c.GetKind(), c.GetName(), err)
+			}
+		}
+	}
+	if !eventually(60*time.Second, 250*time.Millisecond, func() bool {
+		_, err := kubectl(t, "", "get", "serviceaccount", "default", "-n", ns)
+		return err == nil
+	}) {
+		t.Fatalf("no ServiceAccount default in %s after 60s", ns)
+	}
+}
+
+// TestLimitsConfigBroken: the ConfigMap holding a value that is not what its
+// key wants refuses the requester with a message naming the object and the
+// key (never lets everything through); exempt users and the engine go on.
+// The ConfigMap deleted: every new TeamSpace is refused (the API server
+// resolves parameters before any expression, so it cannot tell users apart
+// then), updates and the engine's writes go on.
+func TestLimitsConfigBroken(t *testing.T) {
+	needCluster(t)
+	installLimits(t)
+	s := suffix(t, 6)
+	user := "requester-" + s
+	bindRole(t, "teamspace-requester", "User", user)
+	bindRole(t, "teamspace-edit", "Group", platformGroup)
+	bindRole(t, "teamspace-view", "Group", platformGroup)
+	req, platform := as(user), as("platform-"+s, platformGroup)
+	big := map[string]any{"pods": 50, "cpu": "100000", "memory": "100Ti", "podSecurity": "privileged", "networkIsolation": false}
+
+	// An exempt user's TeamSpace made before the breakage, for the engine.
+	existing := "lim-pre-" + s
+	if err := createAs(t, platform, existing, big); err != nil {
+		t.Fatal(err)
+	}
+	broken := []struct{ key, value, want string }{
+		{"maxPods", "ten", `key maxPods is "ten", not a whole number`},
+		{"maxPods", "", `key maxPods is "", not a whole number`},
+		{"maxCPU", "lots", `key maxCPU is "lots", not a quantity`},
+		{"maxMemory", "8 GB", `key maxMemory is "8 GB", not a quantity`},
+		{"podSecurityLevels", "baseline,root", `key podSecurityLevels is "baseline,root", not a comma-separated list of privileged, baseline, restricted`},
+		{"podSecurityLevels", "", `key podSecurityLevels is ""`},
+		{"allowNetworkIsolationOff", "yes", `key allowNetworkIsolationOff is "yes", not "true" or "false"`},
+	}
+	for i, c := range broken {
+		t.Run(fmt.Sprintf("%s=%q", c.key, c.value), func(t *testing.T) {
+			t.Cleanup(func() { resetLimitsConfig(t) })
+			setLimit(t, c.key, c.value)
+			settled(t, within(), c.want)
+			wantLimitRefusal(t, "requester within the limits", createAs(t, req, fmt.Sprintf("lim-brk%d-%s", i, s), within()),
+				limitsSource+": "+c.want, "until the platform team fixes it")
+			if err := createAs(t, platform, fmt.Sprintf("lim-brk%d-x-%s", i, s), big); err != nil {
+				t.Errorf("exempt user refused: %v", err)
+			}
+			_, err := kubectl(t, "", "label", "--overwrite", "teamspace", existing, fmt.Sprintf("round=%d", i))
+			wantAccepted(t, "a metadata write", err)
+		})
+	}
+	// A key removed is as broken as a bad value.
+	t.Run("key missing", func(t *testing.T) {
+		t.Cleanup(func() { resetLimitsConfig(t) })
+		mustKubectl(t, "", "-n", limitsNamespace, "patch", "configmap", limitsConfigMap, "--type=json", "-p", `[{"op":"remove","path":"/data/maxCPU"}]`)
+		settled(t, within(), `key maxCPU is ""`)
+		wantLimitRefusal(t, "requester", createAs(t, req, "lim-nokey-"+s, within()), limitsSource+`: key maxCPU is "", not a quantity`)
+	})
+	t.Run("engine writes while broken", func(t *testing.T) {
+		t.Cleanup(func() { resetLimitsConfig(t) })
+		setLimit(t, "maxCPU", "lots")
+		settled(t, within(), `key maxCPU is "lots"`)
+		engineWrites(t, existing)
+	})
+
+	t.Run("ConfigMap deleted", func(t *testing.T) {
+		t.Cleanup(func() { resetLimitsConfig(t) })
+		mustKubectl(t, "", "delete", "-f", limitsFile(t, "limits-config.yaml"))
+		settled(t, within(), "no params found")
+		wantLimitRefusal(t, "requester", createAs(t, req, "lim-gone-"+s, within()),
+			"binding 'requires-configmap.teamspace-system.teamspace-limits'", "no params found")
+		_, err := kubectl(t, "", append(platform, "label", "--overwrite", "teamspace", existing, "round=gone")...)
+		wantAccepted(t, "exempt user's metadata write", err)
+		_, err = kubectl(t, "", append(platform, "patch", "teamspace", existing, "--type=merge", "-p", `{"spec":{"pods":7}}`)...)
+		wantAccepted(t, "exempt user's spec update", err)
+		// Fail closed on create, for everyone: documented in limits.yaml.
+		wantLimitRefusal(t, "exempt user's create", createAs(t, platform, "lim-gone-x-"+s, big), "no params found")
+		mustKubectl(t, "", "delete", "teamspace", existing, "--wait=false")
+		obj, _ := getObject(t, "teamspace", existing)
+		meta := obj["metadata"].(map[string]any)
+		meta["finalizers"] = []any{}
+		b, _ := json.Marshal(obj)
+		_, err = kubectl(t, string(b), "--as="+engineIdentity, "replace", "-f", "-")
+		wantAccepted(t, "the engine removes its finalizer while the ConfigMap is gone", err)
+		if !eventually(10*time.Second, 200*time.Millisecond, func() bool {
+			_, found := getObject(t, "teamspace", existing)
+			return !found
+		}) {
+			t.Errorf("%s is still there after the engine removed its finalizer", existing)
+		}
+	})
+}
