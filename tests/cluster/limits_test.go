@@ -54,21 +54,23 @@ const limitsProbeUser = "teamspace-limits-probe"
 
 // resetLimitsConfig applies the shipped ConfigMap with platformGroup exempt
 // and waits until admission decides by it: a requester at exactly the
-// shipped limits and a platformGroup member's privileged TeamSpace are both
-// admitted (server dry runs). The API server reads parameter objects
-// through an informer, so a change takes a moment to count.
+// shipped limits is admitted and one pod above them refused, a
+// platformGroup member one pod above them admitted (server dry runs). The
+// API server reads parameter objects through an informer, so a change takes
+// a moment to count.
 func resetLimitsConfig(t testing.TB) {
 	t.Helper()
 	mustKubectl(t, "", "apply", "-f", limitsFile(t, "limits-config.yaml"))
 	setLimit(t, "exemptGroups", platformGroup)
-	atLimits := map[string]any{"pods": 10, "cpu": "4", "memory": "8Gi", "podSecurity": "restricted", "networkIsolation": true}
-	if !eventually(30*time.Second, 100*time.Millisecond, func() bool {
+	atLimits := map[string]any{"pods": 10, "cpu": "4", "memory": "8Gi"}
+	above := with(atLimits, "pods", 11)
+	if !eventually(10*time.Second, 100*time.Millisecond, func() bool {
 		return probe(t, as(limitsProbeUser), atLimits) == nil &&
-			probe(t, as(limitsProbeUser, platformGroup), map[string]any{"pods": 50, "podSecurity": "privileged"}) == nil &&
-			probe(t, as(limitsProbeUser), map[string]any{"pods": 1, "memory": "1Gi", "podSecurity": "privileged"}) != nil
+			probe(t, as(limitsProbeUser), above) != nil &&
+			probe(t, as(limitsProbeUser, platformGroup), above) == nil
 	}) {
-		t.Fatalf("admission does not follow the shipped limits 30s after applying them: %v",
-			probe(t, as(limitsProbeUser), atLimits))
+		t.Fatalf("admission does not follow the shipped limits 10s after applying them: at the limits %v; above as %s: %v",
+			probe(t, as(limitsProbeUser), atLimits), platformGroup, probe(t, as(limitsProbeUser, platformGroup), above))
 	}
 }
 
@@ -89,11 +91,11 @@ func probe(t testing.TB, who []string, spec map[string]any) error {
 // refused with a message containing want: the ConfigMap's change counts.
 func settled(t testing.TB, spec map[string]any, want string) {
 	t.Helper()
-	if !eventually(30*time.Second, 100*time.Millisecond, func() bool {
+	if !eventually(10*time.Second, 100*time.Millisecond, func() bool {
 		err := probe(t, as(limitsProbeUser), spec)
 		return err != nil && strings.Contains(err.Error(), want)
 	}) {
-		t.Fatalf("a requester's probe is not refused with %q 30s after the change: %v", want, probe(t, as(limitsProbeUser), spec))
+		t.Fatalf("a requester's probe is not refused with %q 10s after the change: %v", want, probe(t, as(limitsProbeUser), spec))
 	}
 }
 

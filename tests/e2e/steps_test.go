@@ -12,18 +12,20 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/labhub/teamspace/tests/watchtiming"
 )
 
-var names = []string{"alpha", "beta", "gamma", "delta"}
+var names = []string{"alpha", "beta", "gamma", "delta", "epsilon", "zeta"}
 
 const teamSpaceLabel = "platform.labhub.io/teamspace"
 
@@ -533,6 +535,110 @@ func stepDayOne(t *testing.T, w *walk) {
 		"privileged_pod_refused": errText(privErr), "hostpath_pod_refused": errText(hostPathErr), "non_owner_refused": errText(strangerErr),
 		"quota_pods": pods, "pod_over_quota_refused": errText(overErr),
 		"measured": "pods created in team-alpha through clients impersonating ann (owner) and mallory (not an owner); no kubelet runs them",
+	})
+}
+
+// stepLimits: the platform limits (issue #24) on the real engine, as an
+// attacker would try them. rita may only request TeamSpaces
+// (teamspace-requester) and names herself owner:
+//
+//   - her privileged TeamSpace, and one with cpu "100000" and memory 100Ti,
+//     are refused by the API server;
+//   - the control: the admin (system:masters, exempt) makes privileged
+//     epsilon with rita as its owner; the engine makes team-epsilon
+//     privileged and rita's pod with privileged: true, hostPID and the
+//     node's / mounted is admitted (this API server allows privileged pods,
+//     as k3s does);
+//   - in zeta, the TeamSpace within the limits she may have (baseline), the
+//     same pod is refused by Pod Security.
+//
+// Both are deleted again (archived by the engine) before the step ends.
+func stepLimits(t *testing.T, w *walk) {
+	const rita = "rita"
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "walkthrough-rita-requester"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "teamspace-requester"},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: rita}},
+	}
+	if _, err := w.kube.RbacV1().ClusterRoleBindings().Create(w.ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = w.kube.RbacV1().ClusterRoleBindings().Delete(w.ctx, binding.Name, metav1.DeleteOptions{}) })
+	cfg := rest.CopyConfig(w.cfg)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: rita}
+	ritaTS := dynamic.NewForConfigOrDie(cfg).Resource(teamSpaces)
+	ritaKube := kubernetes.NewForConfigOrDie(cfg)
+	owners := []any{map[string]any{"kind": "User", "name": rita}}
+	obj := func(name string, spec map[string]any) *unstructured.Unstructured {
+		spec["owners"] = owners
+		return &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "platform.labhub.io/v1alpha1", "kind": "TeamSpace",
+			"metadata": map[string]any{"name": name}, "spec": spec,
+		}}
+	}
+	// The API server refuses the limits' breaches before anything exists.
+	refusals := map[string]string{}
+	for what, spec := range map[string]map[string]any{
+		"privileged": {"pods": int64(2), "memory": "1Gi", "podSecurity": "privileged"},
+		"quota":      {"pods": int64(2), "cpu": "100000", "memory": "100Ti"},
+	} {
+		_, err := ritaTS.Create(w.ctx, obj("zeta", spec), metav1.CreateOptions{})
+		if err == nil || !strings.Contains(err.Error(), "teamspace-limits") {
+			t.Fatalf("rita's %s TeamSpace: %v, want refused by the platform limits", what, err)
+		}
+		refusals[what] = err.Error()
+	}
+	if _, ok := w.namespace("team-zeta"); ok {
+		t.Fatal("namespace team-zeta exists after the refusals")
+	}
+
+	rootPod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "root"}, Spec: corev1.PodSpec{
+		HostPID: true,
+		Containers: []corev1.Container{{
+			Name: "c", Image: "registry.invalid/none",
+			SecurityContext: &corev1.SecurityContext{Privileged: ptrTo(true)},
+			VolumeMounts:    []corev1.VolumeMount{{Name: "host", MountPath: "/host"}},
+		}},
+		Volumes: []corev1.Volume{{Name: "host", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}}},
+	}}
+	podIn := func(name string) error {
+		w.poll(t, name+" Ready", func() bool { return w.observedCurrent(name) && w.ready(name) })
+		w.poll(t, "ServiceAccount default in team-"+name, func() bool {
+			_, err := w.kube.CoreV1().ServiceAccounts("team-"+name).Get(w.ctx, "default", metav1.GetOptions{})
+			return err == nil
+		})
+		_, err := ritaKube.CoreV1().Pods("team-"+name).Create(w.ctx, rootPod.DeepCopy(), metav1.CreateOptions{})
+		return err
+	}
+	deleteAndWait := func(name string) {
+		if err := w.dyn.Resource(teamSpaces).Delete(w.ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("deleting %s: %v", name, err)
+		}
+		w.poll(t, name+" gone", func() bool { return w.gone(name) })
+	}
+
+	if _, err := w.dyn.Resource(teamSpaces).Create(w.ctx, obj("epsilon", map[string]any{"pods": int64(2), "memory": "1Gi", "podSecurity": "privileged"}), metav1.CreateOptions{}); err != nil {
+		t.Fatalf("the admin's privileged TeamSpace epsilon: %v", err)
+	}
+	controlErr := podIn("epsilon")
+	deleteAndWait("epsilon")
+	if controlErr != nil {
+		t.Fatalf("control: rita's root pod in privileged team-epsilon was refused (%v); this API server refuses it by itself and the step proves nothing", controlErr)
+	}
+
+	if _, err := ritaTS.Create(w.ctx, obj("zeta", map[string]any{"pods": int64(2), "memory": "1Gi"}), metav1.CreateOptions{}); err != nil {
+		t.Fatalf("rita's TeamSpace within the limits: %v", err)
+	}
+	attackErr := podIn("zeta")
+	deleteAndWait("zeta")
+	if attackErr == nil || !strings.Contains(attackErr.Error(), "PodSecurity") {
+		t.Errorf("rita's root pod in her own team-zeta: %v, want refused by Pod Security", attackErr)
+	}
+	w.evidence(t, "limits.json", map[string]any{
+		"requester": rita, "refused_teamspaces": refusals,
+		"control_root_pod_in_exempt_privileged_teamspace": "admitted",
+		"attack_root_pod_in_own_teamspace_refused":        fmt.Sprint(attackErr),
+		"measured": "TeamSpaces and pods created through clients impersonating rita (bound only to teamspace-requester); epsilon created by the admin (system:masters); the engine made both namespaces; no kubelet runs the pods",
 	})
 }
 

@@ -73,6 +73,7 @@ var steps = []struct {
 	{"5-drift", stepDrift},
 	{"5b-ownership", stepOwnership},
 	{"5c-day-one", stepDayOne},
+	{"5d-limits", stepLimits},
 	{"6-deletion", stepDeletion},
 	{"7-engine-stopped", stepEngineStopped},
 	{"8-report", stepReport},
