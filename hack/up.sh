@@ -5,8 +5,9 @@
 #     kube-controller-manager on loopback),
 #   - the hook, built from this checkout, archiving under the state directory,
 #   - Metacontroller as a host process using the cluster's kubeconfig,
-#   - Metacontroller's CRDs, crd.yaml, the guard rails (hack/deploy/guardrails.yaml)
-#     and (unless --no-controller)
+#   - Metacontroller's CRDs, crd.yaml, the shipped roles, the guard rails
+#     (hack/deploy/guardrails.yaml), the platform limits (limits.yaml and,
+#     when missing, limits-config.yaml) and (unless --no-controller)
 #     compositecontroller.yaml, its hook URLs pointed at the local hook.
 #
 # Usage:
@@ -286,7 +287,7 @@ up() {
 	# The engine's CRDs must exist before it starts; crd.yaml before the controller.
 	say "applying Metacontroller's CRDs ($engine_crds) and crd.yaml"
 	kubectl apply -f "$engine_crds" >&2
-	kubectl apply -f "$repo/crd.yaml" -f "$repo/hack/deploy/guardrails.yaml" >&2
+	kubectl apply -f "$repo/crd.yaml" -f "$repo/hack/deploy/roles.yaml" -f "$repo/hack/deploy/guardrails.yaml" >&2
 	# The platform limits, as install.sh applies them: the policy always,
 	# the ConfigMap (in teamspace-system) only when missing.
 	kubectl create namespace teamspace-system --dry-run=client -o yaml | kubectl apply -f - >&2

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -564,6 +565,13 @@ func stepLimits(t *testing.T, w *walk) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = w.kube.RbacV1().ClusterRoleBindings().Delete(w.ctx, binding.Name, metav1.DeleteOptions{}) })
+	// A new binding takes a moment to reach the API server's authorizer.
+	w.poll(t, "rita may create TeamSpaces", func() bool {
+		r, err := w.kube.AuthorizationV1().SubjectAccessReviews().Create(w.ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: rita, ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "create", Group: "platform.labhub.io", Resource: "teamspaces"},
+		}}, metav1.CreateOptions{})
+		return err == nil && r.Status.Allowed
+	})
 	cfg := rest.CopyConfig(w.cfg)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: rita}
 	ritaTS := dynamic.NewForConfigOrDie(cfg).Resource(teamSpaces)
