@@ -275,3 +275,16 @@ ensure_limits_config() {
 		say "platform limits: created ConfigMap $ns/$cm with the shipped defaults (change them: kubectl -n $ns edit configmap $cm)"
 	fi
 }
+
+# apply_requested_by KUBECTL...: applies hack/deploy/requested-by.yaml (the
+# API server records who asked for each TeamSpace) where the API server
+# serves MutatingAdmissionPolicy in admissionregistration.k8s.io/v1
+# (Kubernetes 1.36 and later); on an older one it says so in one line and
+# goes on without it. Used by hack/deploy/install.sh and hack/up.sh.
+apply_requested_by() {
+	if "$@" get --raw /apis/admissionregistration.k8s.io/v1 2>/dev/null | grep -q '"name":"mutatingadmissionpolicies"'; then
+		"$@" apply -f "${TEAMSPACE_ROOT}/hack/deploy/requested-by.yaml" >&2
+	else
+		say "requested-by: this API server has no MutatingAdmissionPolicy v1 (Kubernetes < 1.36): new TeamSpaces are not stamped with who asked (the limits still refuse a forged one)"
+	fi
+}

@@ -293,6 +293,7 @@ up() {
 	kubectl create namespace teamspace-system --dry-run=client -o yaml | kubectl apply -f - >&2
 	kubectl apply -f "$repo/hack/deploy/limits.yaml" >&2
 	ensure_limits_config kubectl
+	apply_requested_by kubectl
 	kubectl wait --for=condition=Established --timeout=60s \
 		crd/compositecontrollers.metacontroller.k8s.io \
 		crd/decoratorcontrollers.metacontroller.k8s.io \

@@ -205,6 +205,7 @@ apply -f "$METACONTROLLER_CRDS" >&2
 say "applying $repo/crd.yaml, $deploy_dir/rbac.yaml, $deploy_dir/roles.yaml, $deploy_dir/guardrails.yaml and $deploy_dir/limits.yaml"
 apply -f "$repo/crd.yaml" -f "$deploy_dir/rbac.yaml" -f "$deploy_dir/roles.yaml" -f "$deploy_dir/guardrails.yaml" -f "$deploy_dir/limits.yaml" >&2
 ensure_limits_config kc
+apply_requested_by kc
 kc wait --for=condition=Established --timeout=60s \
 	crd/compositecontrollers.metacontroller.k8s.io crd/"$TS_CRD" >&2
 

@@ -29,6 +29,9 @@ func TestPrinterColumns(t *testing.T) {
 	deleteOnCleanup(t, "teamspace", name)
 	status := fmt.Sprintf(`{"status":{"namespace":"team-%s","conditions":[{"type":"Ready","status":"True","reason":"Ready","message":"m","lastTransitionTime":"2026-12-02T12:00:00Z"}]}}`, name)
 	mustKubectl(t, "", "patch", "teamspace", name, "--subresource=status", "--type=merge", "-p", status)
+	// Who asked (the API server stamps it where requested-by.yaml is
+	// installed; the admin may set it).
+	mustKubectl(t, "", "annotate", "--overwrite", "teamspace", name, requestedByKey+"=ann")
 
 	out := mustKubectl(t, "", "get", "ts", name, "-o", "wide")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
@@ -36,7 +39,7 @@ func TestPrinterColumns(t *testing.T) {
 		t.Fatalf("kubectl get ts %s printed %d lines, want a header and a row:\n%s", name, len(lines), out)
 	}
 	header, row := strings.Fields(lines[0]), strings.Fields(lines[1])
-	wantHeader := []string{"NAME", "PODS", "CPU", "NAMESPACE", "READY", "AGE"}
+	wantHeader := []string{"NAME", "PODS", "CPU", "NAMESPACE", "READY", "AGE", "REQUESTED-BY"}
 	if diff := cmp.Diff(wantHeader, header); diff != "" {
 		t.Errorf("columns (-want +got):\n%s", diff)
 	}
@@ -49,6 +52,9 @@ func TestPrinterColumns(t *testing.T) {
 	}
 	if age := row[5]; !strings.HasSuffix(age, "s") && !strings.HasSuffix(age, "m") {
 		t.Errorf("AGE = %q, want a duration such as 3s", age)
+	}
+	if row[6] != "ann" {
+		t.Errorf("REQUESTED-BY = %q, want ann", row[6])
 	}
 }
 

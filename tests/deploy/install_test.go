@@ -121,6 +121,7 @@ func TestInstallUninstall(t *testing.T) {
 		// The limits stay with the CRD (uninstall.sh); not in this cluster.
 		kubectl(t, "delete", "--ignore-not-found", "-f", filepath.Join(repoRoot(t), "hack/deploy/limits.yaml"))
 		kubectl(t, "delete", "--ignore-not-found", "-f", filepath.Join(repoRoot(t), "hack/deploy/limits-config.yaml"))
+		kubectl(t, "delete", "--ignore-not-found", "-f", filepath.Join(repoRoot(t), "hack/deploy/requested-by.yaml"))
 	})
 
 	var firstPIDs []int
@@ -208,6 +209,7 @@ func TestInstallUninstall(t *testing.T) {
 				{"validatingadmissionpolicybinding", "requires-configmap.teamspace-system.teamspace-limits"},
 				{"validatingadmissionpolicybinding", "teamspace-limits-updates"},
 				{"validatingadmissionpolicy", "teamspace-guardrails"},
+				{"mutatingadmissionpolicy", "teamspace-requested-by"},
 			} {
 				if !exists(t, obj...) {
 					t.Errorf("%v missing after install", obj)

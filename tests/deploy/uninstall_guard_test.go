@@ -37,6 +37,7 @@ func TestUninstallCannotStrand(t *testing.T) {
 		// The limits stay with the CRD (uninstall.sh); not in this cluster.
 		kubectl(t, "delete", "--ignore-not-found", "-f", filepath.Join(repoRoot(t), "hack/deploy/limits.yaml"))
 		kubectl(t, "delete", "--ignore-not-found", "-f", filepath.Join(repoRoot(t), "hack/deploy/limits-config.yaml"))
+		kubectl(t, "delete", "--ignore-not-found", "-f", filepath.Join(repoRoot(t), "hack/deploy/requested-by.yaml"))
 	})
 	install := func() {
 		t.Helper()
@@ -164,7 +165,8 @@ func TestUninstallCannotStrand(t *testing.T) {
 			t.Errorf("no archive record for uninst-all (%s) in %s", uid, archive)
 		}
 		for _, obj := range [][]string{{"namespace", "team-uninst-all"}, {"crd", "teamspaces.platform.labhub.io"}, {"compositecontrollers.metacontroller.k8s.io", "teamspace"},
-			{"validatingadmissionpolicy", "teamspace-limits"}, {"-n", "teamspace-system", "configmap", "teamspace-limits"}} {
+			{"validatingadmissionpolicy", "teamspace-limits"}, {"-n", "teamspace-system", "configmap", "teamspace-limits"},
+			{"mutatingadmissionpolicy", "teamspace-requested-by"}} {
 			if exists(t, obj...) {
 				t.Errorf("%v left after --delete-teamspaces", obj)
 			}

@@ -1,0 +1,141 @@
+package cluster_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Who asked for a TeamSpace is on record (issue #25): the API server writes
+// the requesting user into annotation platform.labhub.io/requested-by
+// (hack/deploy/requested-by.yaml, a MutatingAdmissionPolicy) and nobody but
+// an exempt user changes or removes it (a rule of hack/deploy/limits.yaml).
+
+const requestedByKey = "platform.labhub.io/requested-by"
+
+// installRequestedBy applies the limits and requested-by.yaml and waits
+// until a requester's new TeamSpace is stamped (server dry run). Like the
+// limits, it stays installed.
+func installRequestedBy(t testing.TB) {
+	t.Helper()
+	installLimits(t)
+	mustKubectl(t, "", "apply", "-f", limitsFile(t, "requested-by.yaml"))
+	if !eventually(10*time.Second, 100*time.Millisecond, func() bool {
+		return stampedAs(t, limitsProbeUser) == limitsProbeUser
+	}) {
+		t.Fatalf("a new TeamSpace is not stamped with who asked 10s after applying requested-by.yaml (got %q)", stampedAs(t, limitsProbeUser))
+	}
+}
+
+// stampedAs is the requested-by a server dry run of a TeamSpace create by
+// user comes back with.
+func stampedAs(t testing.TB, user string) string {
+	out, err := kubectl(t, teamSpace("stamp-probe", within()), "--as="+user, "create", "--dry-run=server", "-o", "jsonpath={.metadata.annotations.platform\\.labhub\\.io/requested-by}", "-f", "-")
+	if err != nil {
+		return fmt.Sprintf("(%v)", err)
+	}
+	return out
+}
+
+func requestedBy(t *testing.T, name string) (string, bool) {
+	t.Helper()
+	obj, found := getObject(t, "teamspace", name)
+	if !found {
+		t.Fatalf("TeamSpace %s not found", name)
+	}
+	ann, _ := field(obj, "metadata", "annotations").(map[string]any)
+	v, ok := ann[requestedByKey]
+	return str(v), ok
+}
+
+// TestRequestedBy: a requester's TeamSpace names the requester, also when
+// the request named someone else; -o wide shows it; neither the requester
+// nor a non-exempt editor can change or remove it, an exempt user can; the
+// engine's writes go on.
+func TestRequestedBy(t *testing.T) {
+	needCluster(t)
+	installRequestedBy(t)
+	s := suffix(t, 6)
+	user, editor := "asker-"+s, "editor-"+s
+	bindRole(t, "teamspace-requester", "User", user)
+	bindRole(t, "teamspace-edit", "User", editor)
+	bindRole(t, "teamspace-view", "User", editor)
+	bindRole(t, "teamspace-edit", "Group", platformGroup)
+	bindRole(t, "teamspace-view", "Group", platformGroup)
+
+	name := "rb-" + s
+	if err := createAs(t, as(user), name, within()); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := requestedBy(t, name); got != user {
+		t.Errorf("requested-by = %q, want %q", got, user)
+	}
+	forged := "rb-forged-" + s
+	t.Cleanup(func() { forceDelete(t, forged) })
+	if _, err := kubectl(t, annotated(teamSpace(forged, within()), requestedByKey, "the-boss"), append(as(user), "create", "-f", "-")...); err != nil {
+		t.Fatalf("a requester's create naming someone else: %v, want admitted with the name corrected", err)
+	}
+	if got, _ := requestedBy(t, forged); got != user {
+		t.Errorf("the request named the-boss: requested-by = %q, want %q (the API server's record)", got, user)
+	}
+	t.Run("kubectl get -o wide shows it", func(t *testing.T) {
+		out := mustKubectl(t, "", "get", "teamspace", name, "-o", "wide", "--no-headers")
+		if f := strings.Fields(out); len(f) == 0 || f[len(f)-1] != user {
+			t.Errorf("-o wide row %q: last column is not %s", out, user)
+		}
+	})
+	t.Run("the requester cannot touch it", func(t *testing.T) {
+		_, err := kubectl(t, "", append(as(user), "annotate", "--overwrite", "teamspace", name, requestedByKey+"=someone")...)
+		if err == nil || !strings.Contains(err.Error(), "forbidden") {
+			t.Errorf("requester overwriting: %v, want forbidden", err)
+		}
+	})
+	t.Run("a non-exempt editor cannot change or remove it", func(t *testing.T) {
+		_, err := kubectl(t, "", append(as(editor), "annotate", "--overwrite", "teamspace", name, requestedByKey+"=someone")...)
+		wantLimitRefusal(t, "overwrite", err, "annotation "+requestedByKey+" records who asked for this TeamSpace ("+user+")", "only the platform team (group system:masters or "+platformGroup+")")
+		_, err = kubectl(t, "", append(as(editor), "annotate", "teamspace", name, requestedByKey+"-")...)
+		wantLimitRefusal(t, "remove", err, "records who asked")
+		_, err = kubectl(t, "", append(as(editor), "label", "teamspace", name, "team=a")...)
+		wantAccepted(t, "the editor's label", err)
+		if got, _ := requestedBy(t, name); got != user {
+			t.Errorf("requested-by = %q after the refusals, want %q", got, user)
+		}
+	})
+	t.Run("the engine's writes go on", func(t *testing.T) {
+		engineWrites(t, name)
+	})
+	t.Run("an exempt user can change and remove it", func(t *testing.T) {
+		platform := as("platform-"+s, platformGroup)
+		_, err := kubectl(t, "", append(platform, "annotate", "--overwrite", "teamspace", name, requestedByKey+"=restored-owner")...)
+		wantAccepted(t, "exempt overwrite", err)
+		_, err = kubectl(t, "", append(platform, "annotate", "teamspace", name, requestedByKey+"-")...)
+		wantAccepted(t, "exempt removal", err)
+		if _, ok := requestedBy(t, name); ok {
+			t.Error("requested-by still there after the exempt removal")
+		}
+	})
+}
+
+// TestRequestedByWithoutMutation: on a release without the
+// MutatingAdmissionPolicy (or before it is installed) nothing is stamped,
+// and the limits still refuse a requester's TeamSpace that names someone
+// else; naming oneself or nobody is fine.
+func TestRequestedByWithoutMutation(t *testing.T) {
+	needCluster(t)
+	installRequestedBy(t)
+	mustKubectl(t, "", "delete", "-f", limitsFile(t, "requested-by.yaml"))
+	t.Cleanup(func() { installRequestedBy(t) })
+	if !eventually(10*time.Second, 100*time.Millisecond, func() bool { return stampedAs(t, limitsProbeUser) == "" }) {
+		t.Fatalf("new TeamSpaces still stamped 10s after deleting requested-by.yaml: %q", stampedAs(t, limitsProbeUser))
+	}
+	s := suffix(t, 6)
+	user := "asker-" + s
+	bindRole(t, "teamspace-requester", "User", user)
+	_, err := kubectl(t, annotated(teamSpace("rb-nomut-"+s, within()), requestedByKey, "the-boss"), append(as(user), "create", "--dry-run=server", "-f", "-")...)
+	wantLimitRefusal(t, "naming someone else", err, `annotation `+requestedByKey+`: "the-boss" is not who asks (`+user+`)`)
+	_, err = kubectl(t, annotated(teamSpace("rb-nomut-"+s, within()), requestedByKey, user), append(as(user), "create", "--dry-run=server", "-f", "-")...)
+	wantAccepted(t, "naming oneself", err)
+	_, err = kubectl(t, teamSpace("rb-nomut-"+s, within()), append(as(user), "create", "--dry-run=server", "-f", "-")...)
+	wantAccepted(t, "naming nobody", err)
+}
