@@ -7,7 +7,9 @@
 #   - Metacontroller as a host process using the cluster's kubeconfig,
 #   - Metacontroller's CRDs, crd.yaml, the shipped roles, the guard rails
 #     (hack/deploy/guardrails.yaml), the platform limits (limits.yaml and,
-#     when missing, limits-config.yaml) and (unless --no-controller)
+#     when missing, limits-config.yaml), requested-by.yaml, the reserved
+#     team- prefix (namespaces.yaml; the engine here runs as the admin) and
+#     (unless --no-controller)
 #     compositecontroller.yaml, its hook URLs pointed at the local hook.
 #
 # Usage:
@@ -291,7 +293,7 @@ up() {
 	# The platform limits, as install.sh applies them: the policy always,
 	# the ConfigMap (in teamspace-system) only when missing.
 	kubectl create namespace teamspace-system --dry-run=client -o yaml | kubectl apply -f - >&2
-	kubectl apply -f "$repo/hack/deploy/limits.yaml" >&2
+	kubectl apply -f "$repo/hack/deploy/limits.yaml" -f "$repo/hack/deploy/namespaces.yaml" >&2
 	ensure_limits_config kubectl
 	apply_requested_by kubectl
 	kubectl wait --for=condition=Established --timeout=60s \

@@ -122,6 +122,7 @@ func TestInstallUninstall(t *testing.T) {
 		kubectl(t, "delete", "--ignore-not-found", "-f", filepath.Join(repoRoot(t), "hack/deploy/limits.yaml"))
 		kubectl(t, "delete", "--ignore-not-found", "-f", filepath.Join(repoRoot(t), "hack/deploy/limits-config.yaml"))
 		kubectl(t, "delete", "--ignore-not-found", "-f", filepath.Join(repoRoot(t), "hack/deploy/requested-by.yaml"))
+		kubectl(t, "delete", "--ignore-not-found", "-f", filepath.Join(repoRoot(t), "hack/deploy/namespaces.yaml"))
 	})
 
 	var firstPIDs []int
@@ -210,6 +211,7 @@ func TestInstallUninstall(t *testing.T) {
 				{"validatingadmissionpolicybinding", "teamspace-limits-updates"},
 				{"validatingadmissionpolicy", "teamspace-guardrails"},
 				{"mutatingadmissionpolicy", "teamspace-requested-by"},
+				{"validatingadmissionpolicy", "teamspace-namespaces"},
 			} {
 				if !exists(t, obj...) {
 					t.Errorf("%v missing after install", obj)

@@ -94,6 +94,21 @@ func TestRBACBounds(t *testing.T) {
 		{"no leases (leader election off)", []string{"create", "leases.coordination.k8s.io", "-n", "teamspace-system"}, false},
 		{"no nodes", []string{"get", "nodes"}, false},
 	}
+	// The grant namespaces.yaml asks of whoever creates a team-* namespace:
+	// a virtual resource, which kubectl auth can-i cannot name (it is in no
+	// discovery document), so asked as a SubjectAccessReview.
+	t.Run("create team-* namespaces (virtual teamnamespaces, namespaces.yaml)", func(t *testing.T) {
+		sar := `{"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","spec":{"user":"` + engineSA +
+			`","groups":["system:serviceaccounts","system:serviceaccounts:teamspace-system"],` +
+			`"resourceAttributes":{"verb":"create","group":"platform.labhub.io","resource":"teamnamespaces","name":"team-x"}}}`
+		r := kubectlIn(t, []byte(sar), "create", "-o", "jsonpath={.status.allowed}", "-f", "-")
+		if r.err != nil {
+			t.Fatal(r)
+		}
+		if got := strings.TrimSpace(r.stdout); got != "true" {
+			t.Errorf("the engine may not create teamnamespaces/team-x (allowed=%q): namespaces.yaml would refuse its team namespaces", got)
+		}
+	})
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append([]string{"auth", "can-i", "--as=" + engineSA,

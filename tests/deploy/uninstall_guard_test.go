@@ -38,6 +38,7 @@ func TestUninstallCannotStrand(t *testing.T) {
 		kubectl(t, "delete", "--ignore-not-found", "-f", filepath.Join(repoRoot(t), "hack/deploy/limits.yaml"))
 		kubectl(t, "delete", "--ignore-not-found", "-f", filepath.Join(repoRoot(t), "hack/deploy/limits-config.yaml"))
 		kubectl(t, "delete", "--ignore-not-found", "-f", filepath.Join(repoRoot(t), "hack/deploy/requested-by.yaml"))
+		kubectl(t, "delete", "--ignore-not-found", "-f", filepath.Join(repoRoot(t), "hack/deploy/namespaces.yaml"))
 	})
 	install := func() {
 		t.Helper()
@@ -166,7 +167,7 @@ func TestUninstallCannotStrand(t *testing.T) {
 		}
 		for _, obj := range [][]string{{"namespace", "team-uninst-all"}, {"crd", "teamspaces.platform.labhub.io"}, {"compositecontrollers.metacontroller.k8s.io", "teamspace"},
 			{"validatingadmissionpolicy", "teamspace-limits"}, {"-n", "teamspace-system", "configmap", "teamspace-limits"},
-			{"mutatingadmissionpolicy", "teamspace-requested-by"}} {
+			{"mutatingadmissionpolicy", "teamspace-requested-by"}, {"validatingadmissionpolicy", "teamspace-namespaces"}} {
 			if exists(t, obj...) {
 				t.Errorf("%v left after --delete-teamspaces", obj)
 			}
