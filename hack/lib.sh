@@ -288,3 +288,13 @@ apply_requested_by() {
 		say "requested-by: this API server has no MutatingAdmissionPolicy v1 (Kubernetes < 1.36): new TeamSpaces are not stamped with who asked (the limits still refuse a forged one)"
 	fi
 }
+
+# unowned_team_namespaces KUBECTL...: prints, one a line, the namespaces
+# named team-* that no TeamSpace owns (no ownerReference of kind TeamSpace):
+# made by hand, or left from an old install. The TeamSpace of that name, if
+# any, says NamespaceConflict; hack/deploy/namespaces.yaml keeps new ones from
+# appearing. Used by hack/deploy/install.sh and hack/deploy/status.sh.
+unowned_team_namespaces() {
+	# shellcheck disable=SC2016 # a go-template, not shell
+	"$@" get namespaces -o go-template='{{range .items}}{{$n := .metadata.name}}{{if and (gt (len $n) 5) (eq (slice $n 0 5) "team-")}}{{$owned := false}}{{range .metadata.ownerReferences}}{{if eq .kind "TeamSpace"}}{{$owned = true}}{{end}}{{end}}{{if not $owned}}{{$n}}{{"\n"}}{{end}}{{end}}{{end}}'
+}

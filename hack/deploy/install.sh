@@ -110,6 +110,13 @@ preflight() {
 	local server
 	server=$(kc config view --minify -o 'jsonpath={.clusters[0].cluster.server}' 2>/dev/null || true)
 	kc --request-timeout=10s version >/dev/null 2>&1 || die "cannot reach the API server ${server:-(none configured)} with KUBECONFIG=$KUBECONFIG ($KUBECTL version failed)"
+	# Told before anything changes: namespaces.yaml keeps new ones from
+	# appearing, these existed already.
+	local unowned
+	unowned=$(unowned_team_namespaces kc 2>/dev/null || true)
+	if [[ -n $unowned ]]; then
+		warn "team-* namespaces that no TeamSpace owns (a TeamSpace of that name will say NamespaceConflict; delete or rename them if they are not a team's): $(one_line <<<"$unowned")"
+	fi
 	mc_bin=${METACONTROLLER_BIN:-}
 	if [[ -z $mc_bin ]]; then
 		mc_bin=$(command -v metacontroller || true)

@@ -21,6 +21,8 @@ TS_ALLOW_DELETE=platform.labhub.io/allow-delete
 : "${prog:=deploy}"
 
 say() { printf '%s: %s\n' "$prog" "$*" >&2; }
+# one_line joins lines with ", ".
+one_line() { paste -sd, - | sed 's/,/, /g'; }
 warn() { printf '%s: WARNING: %s\n' "$prog" "$*" >&2; }
 die() {
 	printf '%s: error: %s\n' "$prog" "$*" >&2

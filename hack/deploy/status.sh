@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # hack/deploy/status.sh: an operator's report on TeamSpaces and the archive.
 #
-# Prints two tables:
+# Prints two tables, and between them the team-* namespaces that no
+# TeamSpace owns, if there are any:
 #   TeamSpaces       NAME, READY (status of condition Ready), REASON, AGE,
 #                    PROTECTED (annotation platform.labhub.io/protected is
 #                    "true"), DELETING: for a TeamSpace with a
@@ -163,6 +164,14 @@ else
 	done <<<"$list"
 	printf '%s' "$rows" | table | sed 's/^/  /'
 	printf '  %s TeamSpaces, %s being deleted, %s protected\n' "$total" "$deleting" "$protected"
+fi
+
+# --- team namespaces no TeamSpace owns ------------------------------------------
+unowned=$(unowned_team_namespaces kc 2>/dev/null || true)
+if [[ -n $unowned ]]; then
+	printf '\nteam-* namespaces no TeamSpace owns (made by hand or left over; a TeamSpace of that name says NamespaceConflict):\n'
+	mapfile -t unowned_lines <<<"$unowned"
+	printf '  %s\n' "${unowned_lines[@]}"
 fi
 
 # --- archive ------------------------------------------------------------------

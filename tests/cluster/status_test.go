@@ -133,6 +133,11 @@ func TestStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// A team-* namespace no TeamSpace owns (made by hand).
+	squat := "team-st-squat-" + s
+	mustKubectl(t, "", "create", "namespace", squat)
+	deleteOnCleanup(t, "namespace", squat)
+
 	r := runStatus(t, nil, "--archive-dir", dir)
 	if r.Err != nil {
 		t.Fatalf("status.sh: %s", r)
@@ -169,6 +174,10 @@ func TestStatus(t *testing.T) {
 		} else if !strings.HasPrefix(deleting, "since ") || !strings.HasSuffix(deleting, c.deleting) {
 			t.Errorf("row %s: DELETING %q, want since <time>; %s", c.name, deleting, c.deleting)
 		}
+	}
+
+	if f := statusRow(t, out, "team-* namespaces no TeamSpace owns", squat); len(f) != 1 {
+		t.Errorf("unowned namespace row %q", f)
 	}
 
 	// NAME UID FILE DELETED AT, oldest first.

@@ -125,11 +125,20 @@ func TestInstallUninstall(t *testing.T) {
 		kubectl(t, "delete", "--ignore-not-found", "-f", filepath.Join(repoRoot(t), "hack/deploy/namespaces.yaml"))
 	})
 
+	// A team-* namespace made by hand before the install: install.sh names
+	// it before it changes anything.
+	const squat = "team-deploy-test-squat"
+	kubectl(t, "create", "namespace", squat)
+	t.Cleanup(func() { kubectl(t, "delete", "namespace", squat, "--ignore-not-found", "--wait=false") })
+
 	var firstPIDs []int
 	for round := 1; round <= 2; round++ {
 		r := deployScript(t, env, "install.sh")
 		if r.err != nil {
 			t.Fatalf("install.sh (round %d): %v", round, r)
+		}
+		if warn := "team-* namespaces that no TeamSpace owns"; !strings.Contains(r.stderr, warn) || !strings.Contains(r.stderr, squat) {
+			t.Errorf("install.sh (round %d) does not name %s under %q:\n%s", round, squat, warn, r.stderr)
 		}
 		var pids []int
 		for _, u := range []string{"teamspace-hook", "metacontroller"} {
