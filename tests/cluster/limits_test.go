@@ -158,6 +158,26 @@ func wantLimitRefusal(t *testing.T, what string, err error, want ...string) {
 	}
 }
 
+// limitsCast installs the limits and binds, for the test, a requester
+// named prefix-<suffix> (teamspace-requester) and platformGroup
+// (teamspace-edit and teamspace-view); it returns the suffix and the
+// requester.
+func limitsCast(t *testing.T, prefix string) (s, user string) {
+	t.Helper()
+	installLimits(t)
+	s = suffix(t, 6)
+	user = prefix + "-" + s
+	bindRole(t, "teamspace-requester", "User", user)
+	bindRole(t, "teamspace-edit", "Group", platformGroup)
+	bindRole(t, "teamspace-view", "Group", platformGroup)
+	return s, user
+}
+
+// aboveAll is a spec above every shipped limit: only an exempt user gets it.
+func aboveAll() map[string]any {
+	return map[string]any{"pods": 50, "cpu": "100000", "memory": "100Ti", "podSecurity": "privileged", "networkIsolation": false}
+}
+
 // within is a spec a requester may have under the shipped limits.
 func within() map[string]any {
 	return map[string]any{"pods": 2, "cpu": "500m", "memory": "1Gi"}
@@ -281,7 +301,7 @@ func TestLimitsExemptAndEngine(t *testing.T) {
 	bindRole(t, "teamspace-edit", "User", editor)
 	bindRole(t, "teamspace-view", "User", editor)
 
-	big := map[string]any{"pods": 50, "cpu": "100000", "memory": "100Ti", "podSecurity": "privileged", "networkIsolation": false}
+	big := aboveAll()
 	name := "lim-exempt-" + s
 	if err := createAs(t, platform, name, big); err != nil {
 		t.Fatalf("exempt group %s: privileged TeamSpace above the limits refused: %v", platformGroup, err)
@@ -364,12 +384,7 @@ func engineWrites(t *testing.T, name string) {
 //     refused by Pod Security.
 func TestLimitsEscalation(t *testing.T) {
 	needCluster(t)
-	installLimits(t)
-	s := suffix(t, 6)
-	user := "attacker-" + s
-	bindRole(t, "teamspace-requester", "User", user)
-	bindRole(t, "teamspace-edit", "Group", platformGroup)
-	bindRole(t, "teamspace-view", "Group", platformGroup)
+	s, user := limitsCast(t, "attacker")
 	owners := []any{map[string]any{"kind": "User", "name": user}}
 
 	control := "lim-ctl-" + s
@@ -467,14 +482,9 @@ func engineStandIn(t *testing.T, name string) {
 // then), updates and the engine's writes go on.
 func TestLimitsConfigBroken(t *testing.T) {
 	needCluster(t)
-	installLimits(t)
-	s := suffix(t, 6)
-	user := "requester-" + s
-	bindRole(t, "teamspace-requester", "User", user)
-	bindRole(t, "teamspace-edit", "Group", platformGroup)
-	bindRole(t, "teamspace-view", "Group", platformGroup)
+	s, user := limitsCast(t, "requester")
 	req, platform := as(user), as("platform-"+s, platformGroup)
-	big := map[string]any{"pods": 50, "cpu": "100000", "memory": "100Ti", "podSecurity": "privileged", "networkIsolation": false}
+	big := aboveAll()
 
 	// An exempt user's TeamSpace made before the breakage, for the engine.
 	existing := "lim-pre-" + s
