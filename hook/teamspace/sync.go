@@ -46,7 +46,13 @@ func Sync(r *Request) *Response {
 	}
 	switch {
 	case ns == nil:
-		resp.setReady(r, metav1.ConditionFalse, ReasonNamespacePending, fmt.Sprintf("waiting for namespace %s to be created", nsName))
+		// The hook cannot see why a create fails (the engine writes this
+		// status after a failed child write, without the error), but the
+		// engine records the error as a SyncError event on the TeamSpace:
+		// say where to look, e.g. for a create refused by the reserved
+		// team- prefix (namespaces.yaml) when the engine lacks its grant.
+		resp.setReady(r, metav1.ConditionFalse, ReasonNamespacePending, fmt.Sprintf(
+			"waiting for namespace %s to be created; if this lasts, the engine's error is in the TeamSpace's events (kubectl describe teamspace %s)", nsName, name))
 	case isTerminating(ns):
 		resp.setReady(r, metav1.ConditionFalse, ReasonNamespaceTerminating, fmt.Sprintf("namespace %s is terminating; it is created again once it is gone", nsName))
 	case ns.Status.Phase != "Active":
