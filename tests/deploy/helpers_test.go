@@ -334,3 +334,15 @@ func removeTeamSpace(t testing.TB, name string) {
 	kubectl(t, "delete", "teamspaces.platform.labhub.io", name, "--ignore-not-found", "--wait=false")
 	kubectl(t, "delete", "namespace", "team-"+name, "--ignore-not-found", "--wait=false")
 }
+
+// skipIfInstalled skips the test when the cluster already has TeamSpace's
+// CompositeController or the engine's role: uninstall.sh would remove them,
+// and a test never takes over a real install.
+func skipIfInstalled(t *testing.T) {
+	t.Helper()
+	for _, obj := range [][]string{{"compositecontrollers.metacontroller.k8s.io", "teamspace"}, {"clusterrole", engineRole}} {
+		if exists(t, obj...) {
+			t.Skipf("%v already exists in this cluster (an installed TeamSpace?): not installing over it", obj)
+		}
+	}
+}

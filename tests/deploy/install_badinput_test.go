@@ -26,11 +26,7 @@ func installedFiles(destdir string) []string {
 func TestInstallBadInput(t *testing.T) {
 	needCluster(t)
 	crds := metacontrollerCRDs(t)
-	for _, obj := range [][]string{{"compositecontrollers.metacontroller.k8s.io", "teamspace"}, {"clusterrole", engineRole}} {
-		if exists(t, obj...) {
-			t.Skipf("%v already exists in this cluster: not installing over it", obj)
-		}
-	}
+	skipIfInstalled(t)
 	engine, _ := engineBinary(t)
 	hook := hookBinary(t)
 	unreachable := filepath.Join(t.TempDir(), "unreachable.kubeconfig")

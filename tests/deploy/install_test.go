@@ -105,12 +105,7 @@ func newInstall(t *testing.T, crds string) testInstall {
 func TestInstallUninstall(t *testing.T) {
 	needCluster(t)
 	crds := metacontrollerCRDs(t)
-	// uninstall.sh removes these: never take over a real install.
-	for _, obj := range [][]string{{"compositecontrollers.metacontroller.k8s.io", "teamspace"}, {"clusterrole", engineRole}} {
-		if exists(t, obj...) {
-			t.Skipf("%v already exists in this cluster (an installed TeamSpace?): not installing over it", obj)
-		}
-	}
+	skipIfInstalled(t)
 	in := newInstall(t, crds)
 	env, destdir, run, real, hookAddr := in.env, in.destdir, in.run, in.real, in.hookAddr
 	const ts = "deploy-test-keep"

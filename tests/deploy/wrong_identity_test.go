@@ -19,11 +19,7 @@ import (
 func TestEngineWithoutTeamNamespaceGrant(t *testing.T) {
 	needCluster(t)
 	crds := metacontrollerCRDs(t)
-	for _, obj := range [][]string{{"compositecontrollers.metacontroller.k8s.io", "teamspace"}, {"clusterrole", engineRole}} {
-		if exists(t, obj...) {
-			t.Skipf("%v already exists in this cluster (an installed TeamSpace?): not installing over it", obj)
-		}
-	}
+	skipIfInstalled(t)
 	in := newInstall(t, crds)
 	if !in.real {
 		t.Skip("METACONTROLLER_BIN not set: what the engine does with a refused namespace needs the real engine")
