@@ -265,11 +265,10 @@ stop_owned() {
 # says in one line (with the caller's say) which it did. Used by
 # hack/deploy/install.sh and hack/up.sh.
 ensure_limits_config() {
-	local ns=teamspace-system cm=teamspace-limits
-	if "$@" -n "$ns" get configmap "$cm" >/dev/null 2>&1; then
-		# shellcheck disable=SC2016 # a go-template, not shell
-		say "platform limits: ConfigMap $ns/$cm exists, kept as it is: $("$@" -n "$ns" get configmap "$cm" \
-			-o go-template='{{range $k, $v := .data}}{{$k}}="{{$v}}" {{end}}')"
+	local ns=teamspace-system cm=teamspace-limits kept
+	# shellcheck disable=SC2016 # a go-template, not shell
+	if kept=$("$@" -n "$ns" get configmap "$cm" -o go-template='{{range $k, $v := .data}}{{$k}}="{{$v}}" {{end}}' 2>/dev/null); then
+		say "platform limits: ConfigMap $ns/$cm exists, kept as it is: $kept"
 	else
 		"$@" create -f "${TEAMSPACE_ROOT}/hack/deploy/limits-config.yaml" >&2
 		say "platform limits: created ConfigMap $ns/$cm with the shipped defaults (change them: kubectl -n $ns edit configmap $cm)"

@@ -111,7 +111,6 @@ teamspaces_where() {
 deleting() { teamspaces_where '@.metadata.deletionTimestamp'; }
 protected() { teamspaces_where '@.metadata.annotations.platform\.labhub\.io/protected=="true"'; }
 all_teamspaces() { teamspaces_where '@.metadata.name'; }
-# one_line turns a list of names into "a, b, c".
 
 # wait_gone WHAT LISTER: wait up to $timeout s until LISTER prints nothing.
 wait_gone() {

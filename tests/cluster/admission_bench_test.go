@@ -3,7 +3,6 @@ package cluster_test
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -44,7 +43,7 @@ func BenchmarkAdmission(b *testing.B) {
 	dyn := dynamic.NewForConfigOrDie(cfg).Resource(teamSpaces)
 	// A requester, impersonated (the admin may impersonate).
 	requester := "bench-requester-" + suffix(b, 6)
-	mustKubectl(b, "", "apply", "-f", limitsFile(b, "roles.yaml"))
+	mustKubectl(b, "", "apply", "-f", deployFile(b, "roles.yaml"))
 	mustKubectl(b, "", "create", "clusterrolebinding", requester, "--clusterrole=teamspace-requester", "--user="+requester)
 	b.Cleanup(func() { _, _ = kubectl(b, "", "delete", "clusterrolebinding", requester) })
 	if !eventually(30*time.Second, 100*time.Millisecond, func() bool {
@@ -127,7 +126,7 @@ func BenchmarkAdmission(b *testing.B) {
 // server no longer enforces it.
 func removeGuardrails(b testing.TB) {
 	b.Helper()
-	mustKubectl(b, "", "delete", "--ignore-not-found", "-f", filepath.Join(repoRoot(b), "hack", "deploy", "guardrails.yaml"))
+	mustKubectl(b, "", "delete", "--ignore-not-found", "-f", deployFile(b, "guardrails.yaml"))
 	if !eventually(30*time.Second, 200*time.Millisecond, func() bool { return !guardrailsEnforced(b) }) {
 		b.Fatal("the guard-rails policy is still enforced 30s after deleting it")
 	}
@@ -138,7 +137,7 @@ func removeGuardrails(b testing.TB) {
 // (bound to teamspace-requester) is admitted (server dry run).
 func removeLimits(b testing.TB, requester string) {
 	b.Helper()
-	mustKubectl(b, "", "delete", "--ignore-not-found", "-f", limitsFile(b, "limits.yaml"))
+	mustKubectl(b, "", "delete", "--ignore-not-found", "-f", deployFile(b, "limits.yaml"))
 	privileged := map[string]any{"pods": 1, "podSecurity": "privileged"}
 	if !eventually(30*time.Second, 200*time.Millisecond, func() bool {
 		return probe(b, as(requester), privileged) == nil

@@ -3,7 +3,6 @@ package cluster_test
 import (
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -22,7 +21,7 @@ const (
 func installGuardrails(t testing.TB) {
 	t.Helper()
 	installCRD(t)
-	file := filepath.Join(repoRoot(t), "hack", "deploy", "guardrails.yaml")
+	file := deployFile(t, "guardrails.yaml")
 	mustKubectl(t, "", "apply", "-f", file)
 	t.Cleanup(func() {
 		if _, err := kubectl(t, "", "delete", "--ignore-not-found", "-f", file); err != nil {

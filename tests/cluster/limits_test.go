@@ -25,8 +25,8 @@ const (
 	platformGroup   = "platform-team"
 )
 
-// limitsFile is a manifest of hack/deploy.
-func limitsFile(t testing.TB, name string) string {
+// deployFile is a file of hack/deploy (a manifest, a script).
+func deployFile(t testing.TB, name string) string {
 	return filepath.Join(repoRoot(t), "hack", "deploy", name)
 }
 
@@ -42,7 +42,7 @@ func limitsFile(t testing.TB, name string) string {
 func installLimits(t testing.TB) {
 	t.Helper()
 	installCRD(t)
-	mustKubectl(t, "", "apply", "-f", limitsFile(t, "rbac.yaml"), "-f", limitsFile(t, "roles.yaml"), "-f", limitsFile(t, "limits.yaml"))
+	mustKubectl(t, "", "apply", "-f", deployFile(t, "rbac.yaml"), "-f", deployFile(t, "roles.yaml"), "-f", deployFile(t, "limits.yaml"))
 	if _, err := kubectl(t, "", "get", "clusterrolebinding", limitsProbeUser); err != nil {
 		mustKubectl(t, "", "create", "clusterrolebinding", limitsProbeUser, "--clusterrole=teamspace-requester", "--user="+limitsProbeUser)
 	}
@@ -60,7 +60,7 @@ const limitsProbeUser = "teamspace-limits-probe"
 // a moment to count.
 func resetLimitsConfig(t testing.TB) {
 	t.Helper()
-	mustKubectl(t, "", "apply", "-f", limitsFile(t, "limits-config.yaml"))
+	mustKubectl(t, "", "apply", "-f", deployFile(t, "limits-config.yaml"))
 	setLimit(t, "exemptGroups", platformGroup)
 	atLimits := map[string]any{"pods": 10, "cpu": "4", "memory": "8Gi"}
 	above := with(atLimits, "pods", 11)
@@ -530,7 +530,7 @@ func TestLimitsConfigBroken(t *testing.T) {
 
 	t.Run("ConfigMap deleted", func(t *testing.T) {
 		t.Cleanup(func() { resetLimitsConfig(t) })
-		mustKubectl(t, "", "delete", "-f", limitsFile(t, "limits-config.yaml"))
+		mustKubectl(t, "", "delete", "-f", deployFile(t, "limits-config.yaml"))
 		settled(t, within(), "no params found")
 		wantLimitRefusal(t, "requester", createAs(t, req, "lim-gone-"+s, within()),
 			"binding 'requires-configmap.teamspace-system.teamspace-limits'", "no params found")

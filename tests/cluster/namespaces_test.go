@@ -16,7 +16,7 @@ import (
 func installNamespacesPolicy(t *testing.T) (squatter string) {
 	t.Helper()
 	installCRD(t)
-	mustKubectl(t, "", "apply", "-f", limitsFile(t, "rbac.yaml"), "-f", limitsFile(t, "roles.yaml"), "-f", limitsFile(t, "namespaces.yaml"))
+	mustKubectl(t, "", "apply", "-f", deployFile(t, "rbac.yaml"), "-f", deployFile(t, "roles.yaml"), "-f", deployFile(t, "namespaces.yaml"))
 	role := "ts-test-namespace-creator"
 	if _, err := kubectl(t, "", "get", "clusterrole", role); err != nil {
 		mustKubectl(t, "", "create", "clusterrole", role, "--verb=create,get,delete", "--resource=namespaces")

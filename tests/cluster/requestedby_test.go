@@ -20,7 +20,7 @@ const requestedByKey = "platform.labhub.io/requested-by"
 func installRequestedBy(t testing.TB) {
 	t.Helper()
 	installLimits(t)
-	mustKubectl(t, "", "apply", "-f", limitsFile(t, "requested-by.yaml"))
+	mustKubectl(t, "", "apply", "-f", deployFile(t, "requested-by.yaml"))
 	if !eventually(10*time.Second, 100*time.Millisecond, func() bool {
 		return stampedAs(t, limitsProbeUser) == limitsProbeUser
 	}) {
@@ -124,7 +124,7 @@ func TestRequestedBy(t *testing.T) {
 func TestRequestedByWithoutMutation(t *testing.T) {
 	needCluster(t)
 	installRequestedBy(t)
-	mustKubectl(t, "", "delete", "-f", limitsFile(t, "requested-by.yaml"))
+	mustKubectl(t, "", "delete", "-f", deployFile(t, "requested-by.yaml"))
 	t.Cleanup(func() { installRequestedBy(t) })
 	if !eventually(10*time.Second, 100*time.Millisecond, func() bool { return stampedAs(t, limitsProbeUser) == "" }) {
 		t.Fatalf("new TeamSpaces still stamped 10s after deleting requested-by.yaml: %q", stampedAs(t, limitsProbeUser))

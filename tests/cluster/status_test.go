@@ -23,7 +23,7 @@ func runStatus(t *testing.T, env []string, args ...string) testenv.Result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	script := filepath.Join(repoRoot(t), "hack", "deploy", "status.sh")
+	script := deployFile(t, "status.sh")
 	return testenv.Run(ctx, "", append([]string{"DESTDIR=", "TEAMSPACE_ARCHIVE_DIR="}, env...), nil, "bash", append([]string{script}, args...)...)
 }
 

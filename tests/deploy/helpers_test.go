@@ -346,3 +346,12 @@ func skipIfInstalled(t *testing.T) {
 		}
 	}
 }
+
+// removeAdmissionPolicies deletes what uninstall.sh keeps while the CRD
+// stays (the limits, their ConfigMap, the requester record, the reserved
+// team- prefix), so that a test leaves the package's cluster without them.
+func removeAdmissionPolicies(t testing.TB) {
+	for _, f := range []string{"limits.yaml", "limits-config.yaml", "requested-by.yaml", "namespaces.yaml"} {
+		kubectl(t, "delete", "--ignore-not-found", "-f", filepath.Join(repoRoot(t), "hack", "deploy", f))
+	}
+}

@@ -113,11 +113,8 @@ func TestInstallUninstall(t *testing.T) {
 		// Whatever happened: stop our processes, remove our objects.
 		deployScript(t, env, "uninstall.sh")
 		removeTeamSpace(t, ts)
-		// The limits stay with the CRD (uninstall.sh); not in this cluster.
-		kubectl(t, "delete", "--ignore-not-found", "-f", filepath.Join(repoRoot(t), "hack/deploy/limits.yaml"))
-		kubectl(t, "delete", "--ignore-not-found", "-f", filepath.Join(repoRoot(t), "hack/deploy/limits-config.yaml"))
-		kubectl(t, "delete", "--ignore-not-found", "-f", filepath.Join(repoRoot(t), "hack/deploy/requested-by.yaml"))
-		kubectl(t, "delete", "--ignore-not-found", "-f", filepath.Join(repoRoot(t), "hack/deploy/namespaces.yaml"))
+		// The policies stay with the CRD (uninstall.sh); not in this cluster.
+		removeAdmissionPolicies(t)
 	})
 
 	// A team-* namespace made by hand before the install: install.sh names

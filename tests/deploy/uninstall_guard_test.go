@@ -34,11 +34,8 @@ func TestUninstallCannotStrand(t *testing.T) {
 		// --delete-teamspaces removes the CRD; the package's other tests
 		// expect it.
 		kubectl(t, "apply", "-f", filepath.Join(repoRoot(t), "crd.yaml"))
-		// The limits stay with the CRD (uninstall.sh); not in this cluster.
-		kubectl(t, "delete", "--ignore-not-found", "-f", filepath.Join(repoRoot(t), "hack/deploy/limits.yaml"))
-		kubectl(t, "delete", "--ignore-not-found", "-f", filepath.Join(repoRoot(t), "hack/deploy/limits-config.yaml"))
-		kubectl(t, "delete", "--ignore-not-found", "-f", filepath.Join(repoRoot(t), "hack/deploy/requested-by.yaml"))
-		kubectl(t, "delete", "--ignore-not-found", "-f", filepath.Join(repoRoot(t), "hack/deploy/namespaces.yaml"))
+		// The policies stay with the CRD (uninstall.sh); not in this cluster.
+		removeAdmissionPolicies(t)
 	})
 	install := func() {
 		t.Helper()

@@ -30,9 +30,7 @@ func TestEngineWithoutTeamNamespaceGrant(t *testing.T) {
 		removeTeamSpace(t, ts)
 		deployScript(t, in.env, "uninstall.sh")
 		kubectl(t, "delete", "namespace", bystander, "--ignore-not-found", "--wait=false")
-		for _, f := range []string{"limits.yaml", "limits-config.yaml", "requested-by.yaml", "namespaces.yaml"} {
-			kubectl(t, "delete", "--ignore-not-found", "-f", repoRoot(t)+"/hack/deploy/"+f)
-		}
+		removeAdmissionPolicies(t)
 	})
 	if r := deployScript(t, in.env, "install.sh"); r.err != nil {
 		t.Fatalf("install.sh: %v", r)
