@@ -2,135 +2,259 @@ package teamspace
 
 import (
 	"encoding/json"
+	"fmt"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
-// Quota keys the hook owns in ResourceQuota spec.hard.
-const (
-	hardPods   = "pods"
-	hardCPU    = "requests.cpu"
-	hardMemory = "requests.memory"
-)
-
-// hardKeys are the quota keys the hook owns, in message order.
-var hardKeys = []string{hardPods, hardCPU, hardMemory}
-
-// Pod Security admission labels of the team namespace.
-const (
-	PodSecurityEnforceLabel        = "pod-security.kubernetes.io/enforce"
-	PodSecurityEnforceVersionLabel = "pod-security.kubernetes.io/enforce-version"
-)
-
-// desiredNamespace is the team namespace with only the fields the hook owns:
-// its TeamSpace label and the Pod Security level it enforces (always the
-// latest version of the standard). The engine adds its ownerReference and
-// controller-uid label itself.
-func desiredNamespace(teamspace, podSecurity string) *unstructured.Unstructured {
-	return namespaceWithLabels(teamspace, map[string]any{
-		TeamSpaceLabel:                 teamspace,
-		PodSecurityEnforceLabel:        podSecurity,
-		PodSecurityEnforceVersionLabel: "latest",
-	})
+// childTypes are the kinds of child a TeamSpace has, one entry each, in the
+// order they are answered and reported. Sync, the invalid-spec path,
+// finalize and request validation loop over this list; everything about a
+// type is in its entry, built in the type's own file. Adding a child type
+// is one file and one line here (CONTRIBUTING.md shows how), plus the
+// type in compositecontroller.yaml and the engine's RBAC.
+var childTypes = []*childType{
+	namespaceType,
+	quotaType,
+	limitRangeType,
+	roleBindingType,
+	networkPolicyType,
 }
 
-func namespaceWithLabels(teamspace string, labels map[string]any) *unstructured.Unstructured {
-	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "v1",
-		"kind":       "Namespace",
-		"metadata": map[string]any{
-			"name":   NamespaceName(teamspace),
-			"labels": labels,
-		},
-	}}
+// childType is one kind of child: how the engine keys it, how it is built
+// from a spec, which of its fields the hook owns and how an observed one is
+// compared with what is wanted.
+type childType struct {
+	// key is the engine's key for the type in a request's children:
+	// Kind.version for the core group, else Kind.group/version, as
+	// compositecontroller.yaml declares the type.
+	key        string
+	apiVersion string
+	kind       string
+	// name is the child's name for a TeamSpace; a namespaced child lives in
+	// the team namespace and is asked for only once that namespace is
+	// Active (creating it earlier fails and costs a retry with backoff).
+	name       func(teamspace string) string
+	namespaced bool
+	// optional: a valid spec may ask for none. The engine deletes the
+	// child then, reported as ReasonChildRemoving until it is gone.
+	optional bool
+	// pendingReason and outOfDateReason are the Ready reasons for a child
+	// not yet created and one that differs from the spec.
+	pendingReason, outOfDateReason string
+
+	// newObject allocates an empty object of the type.
+	newObject func() object
+	// build is the child a valid spec asks for, nil if it asks for none
+	// (optional types only); observed is the live child or nil, for a type
+	// whose answer depends on it. Name, namespace and the TeamSpace label
+	// are set afterwards by the registry.
+	build func(teamspace string, spec Spec, observed *Object) object
+	// decode reads an observed child's raw content fields into a new object;
+	// the metadata beyond labels is not needed.
+	decode func(o *Object) (object, error)
+	// content is obj reduced to the fields the hook sets, besides name,
+	// namespace and the TeamSpace label: what is compared with the spec and
+	// what is kept while a spec is invalid. The comparison is apimachinery's
+	// semantic DeepDerivative (quantities by value; a field or map key the
+	// desired child leaves unset is not compared): what others add beside
+	// the hook's fields the engine's 3-way merge keeps, so it is no
+	// difference.
+	content func(obj object) object
+	// exact compares content with semantic DeepEqual instead: a field the
+	// spec stops setting is a difference too (the engine removes it, since
+	// its last-applied copy has it).
+	exact bool
+	// labelsIgnored: an observed child's labels are not compared, only its
+	// content.
+	labelsIgnored bool
+
+	// Optional parts of messages. describe prints a child's content
+	// ("pods=4, requests.cpu=500m"): pending and out-of-date messages then
+	// name the values, and a kept child is named by noun and describe.
+	describe func(obj object) string
+	noun     string
+	// outOfDateMessage replaces the generic out-of-date message.
+	outOfDateMessage func(ref string, observed, desired object) string
+	// busy says why an observed child is not yet as the spec asks although
+	// the answer is already the right next step ("" when it is not busy);
+	// reported with outOfDateReason before any other difference.
+	busy func(ref string, spec Spec, observed *Object) string
+	// keptWithout is the child to answer while the spec is invalid and none
+	// is observed; nil means none.
+	keptWithout func(teamspace string) object
+	// ready is the type's part of the Ready message.
+	ready func(teamspace string, spec Spec) string
 }
 
-// desiredQuota is team-quota with the given hard limits. The namespace is
-// set explicitly: the engine would otherwise use the parent's, which is empty
-// for a cluster-scoped TeamSpace.
-func desiredQuota(teamspace string, hard map[string]string) *unstructured.Unstructured {
-	h := make(map[string]any, len(hard))
-	for k, v := range hard {
-		h[k] = v
+// object is a typed child: any k8s.io/api object.
+type object interface {
+	metav1.Object
+	runtime.Object
+}
+
+// ref is how the engine keys the child of a TeamSpace: namespace/name for
+// a namespaced child of a cluster-scoped parent, else its name. Messages use
+// the same form.
+func (t *childType) ref(teamspace string) string {
+	if t.namespaced {
+		return NamespaceName(teamspace) + "/" + t.name(teamspace)
 	}
-	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "v1",
-		"kind":       "ResourceQuota",
-		"metadata": map[string]any{
-			"name":      QuotaName,
-			"namespace": NamespaceName(teamspace),
-			"labels":    map[string]any{TeamSpaceLabel: teamspace},
-		},
-		"spec": map[string]any{"hard": h},
-	}}
+	return t.name(teamspace)
 }
 
-// specHard is the quota a valid spec asks for.
-func specHard(s Spec) map[string]string {
-	hard := map[string]string{hardPods: s.Pods, hardCPU: s.CPU}
-	if s.Memory != "" {
-		hard[hardMemory] = s.Memory
-	}
-	return hard
-}
-
-// keptHard is the quota to keep while the spec is invalid: what the engine
-// last applied (its annotation), else what is observed, limited to the keys
-// the hook owns and canonicalised. Keeping it, rather than dropping the quota
-// from the answer, is what stops the engine from deleting it.
-func keptHard(quota *Object) map[string]string {
-	source := quota.Spec.Hard
-	if last, ok := quota.Metadata.Annotations[LastAppliedAnnotation]; ok {
-		var applied Object
-		if err := json.Unmarshal([]byte(last), &applied); err == nil && len(applied.Spec.Hard) > 0 {
-			source = applied.Spec.Hard
+// childTypeByKey finds the declared type of an engine key.
+func childTypeByKey(key string) *childType {
+	for _, t := range childTypes {
+		if t.key == key {
+			return t
 		}
 	}
-	hard := map[string]string{}
-	for _, k := range hardKeys {
-		v, ok := source[k]
-		if !ok {
-			continue
-		}
-		if c, err := CanonicalQuantity(v); err == nil {
-			v = c
-		}
-		hard[k] = v
-	}
-	return hard
+	return nil
 }
 
-// hardMatches reports whether an observed quota holds the wanted limits,
-// comparing values as quantities ("0.5" equals "500m").
-func hardMatches(observed, want map[string]string) bool {
-	for k, w := range want {
-		o, ok := observed[k]
-		if !ok {
+// withMeta sets what every child carries: its name, its namespace (set
+// explicitly: the engine would otherwise use the parent's, which is empty
+// for a cluster-scoped TeamSpace) and the TeamSpace label, kept beside the
+// labels the type sets itself.
+func (t *childType) withMeta(teamspace string, obj object) object {
+	obj.SetName(t.name(teamspace))
+	if t.namespaced {
+		obj.SetNamespace(NamespaceName(teamspace))
+	}
+	labels := map[string]string{TeamSpaceLabel: teamspace}
+	for k, v := range obj.GetLabels() {
+		if k != TeamSpaceLabel {
+			labels[k] = v
+		}
+	}
+	obj.SetLabels(labels)
+	return obj
+}
+
+// desired is the child a valid spec asks for, nil if none.
+func (t *childType) desired(teamspace string, spec Spec, observed *Object) object {
+	obj := t.build(teamspace, spec, observed)
+	if obj == nil {
+		return nil
+	}
+	return t.withMeta(teamspace, obj)
+}
+
+// matches reports whether an observed child holds what desired sets: every
+// label desired sets (unless labelsIgnored), and its content.
+func (t *childType) matches(desired object, o *Object) bool {
+	for k, v := range desired.GetLabels() {
+		if o.Metadata.Labels[k] != v && !t.labelsIgnored {
 			return false
 		}
-		if o == w {
-			continue
-		}
-		co, err1 := CanonicalQuantity(o)
-		cw, err2 := CanonicalQuantity(w)
-		if err1 != nil || err2 != nil || co != cw {
-			return false
-		}
 	}
-	return true
+	observed, err := t.decode(o)
+	if err != nil {
+		return false
+	}
+	if t.exact {
+		return equality.Semantic.DeepEqual(t.content(desired), t.content(observed))
+	}
+	return equality.Semantic.DeepDerivative(t.content(desired), t.content(observed))
 }
 
-// isTerminating reports whether a namespace is being deleted.
-func isTerminating(ns *Object) bool {
-	return ns.Metadata.DeletionTimestamp != nil || ns.Status.Phase == "Terminating"
+// kept is the child to answer while the spec is invalid: its content as the
+// engine last applied it (its annotation), else as observed. Answering it
+// again, rather than leaving it out, is what stops the engine from deleting
+// it or weakening it. Nil when there is nothing to keep.
+func (t *childType) kept(teamspace string, o *Object) object {
+	if o == nil {
+		if t.keptWithout == nil {
+			return nil
+		}
+		return t.withMeta(teamspace, t.keptWithout(teamspace))
+	}
+	source, err := t.decode(o)
+	if err != nil {
+		source = t.newObject()
+	}
+	if applied := t.lastApplied(o); applied != nil {
+		source = applied
+	}
+	return t.withMeta(teamspace, t.content(source))
 }
 
-// ownedBy reports whether obj's controller reference is the TeamSpace uid.
-func ownedBy(obj *Object, uid string) bool {
-	for _, ref := range obj.Metadata.OwnerReferences {
-		if ref.Controller != nil && *ref.Controller && string(ref.UID) == uid {
-			return true
+// lastApplied decodes the child the engine last applied (its annotation);
+// nil if there is none, it does not parse, or it holds none of the fields
+// the hook sets.
+func (t *childType) lastApplied(o *Object) object {
+	last, ok := o.Metadata.Annotations[LastAppliedAnnotation]
+	if !ok {
+		return nil
+	}
+	applied := t.newObject()
+	if json.Unmarshal([]byte(last), applied) != nil {
+		return nil
+	}
+	if equality.Semantic.DeepEqual(t.content(applied), t.content(t.newObject())) {
+		return nil
+	}
+	return applied
+}
+
+// pendingMessage and outOfDateMessageFor say what is wrong with a child.
+func (t *childType) pendingMessage(ref string, desired object) string {
+	if t.describe != nil {
+		return fmt.Sprintf("waiting for %s %s to be created with %s", t.kind, ref, t.describe(desired))
+	}
+	return fmt.Sprintf("waiting for %s %s to be created", t.kind, ref)
+}
+
+func (t *childType) outOfDateMessageFor(ref string, o *Object, desired object) string {
+	observed, err := t.decode(o)
+	if err != nil {
+		observed = t.newObject()
+	}
+	switch {
+	case t.outOfDateMessage != nil:
+		return t.outOfDateMessage(ref, observed, desired)
+	case t.describe != nil:
+		return fmt.Sprintf("%s %s has %s, updating to %s", t.kind, ref, t.describe(observed), t.describe(desired))
+	}
+	return fmt.Sprintf("%s %s differs from the spec, updating it", t.kind, ref)
+}
+
+// keptName is how the invalid-spec message names a kept child.
+func (t *childType) keptName(teamspace string, kept object) string {
+	if t.describe != nil {
+		return t.noun + " " + t.describe(kept)
+	}
+	return t.kind + " " + t.name(teamspace)
+}
+
+// answer encodes a child for the engine: its typed fields as JSON values,
+// with its apiVersion and kind, and without the empty spec or status a
+// typed object always has (an empty {} the API server drops would be a
+// difference the engine writes on every sync, and would change the last
+// applied annotation of every child on upgrade).
+func (t *childType) answer(obj object) map[string]any {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		// Only a type the converter cannot handle fails, and every child
+		// type is a k8s.io/api type it handles.
+		panic(fmt.Sprintf("teamspace: cannot encode %s: %v", t.kind, err))
+	}
+	m["apiVersion"], m["kind"] = t.apiVersion, t.kind
+	for _, f := range []string{"spec", "status"} {
+		if v, ok := m[f].(map[string]any); ok && len(v) == 0 {
+			delete(m, f)
 		}
 	}
-	return false
+	return m
+}
+
+// decodeRaw decodes one raw content field; absent is the zero value.
+func decodeRaw(raw json.RawMessage, into any) error {
+	if len(raw) == 0 {
+		return nil
+	}
+	return json.Unmarshal(raw, into)
 }

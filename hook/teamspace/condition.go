@@ -9,27 +9,11 @@ import (
 // ConditionReady is the one condition a TeamSpace reports.
 const ConditionReady = "Ready"
 
-// Reasons of the Ready condition.
+// Reasons of the Ready condition that are not one child type's; each type
+// declares its own pending and out-of-date reasons in its file.
 const (
-	ReasonReady                = "Ready"
-	ReasonInvalidSpec          = "InvalidSpec"
-	ReasonNamespaceConflict    = "NamespaceConflict"
-	ReasonNamespacePending     = "NamespacePending"
-	ReasonNamespaceTerminating = "NamespaceTerminating"
-	ReasonNamespaceNotActive   = "NamespaceNotActive"
-	ReasonQuotaPending         = "QuotaPending"
-	ReasonQuotaOutOfDate       = "QuotaOutOfDate"
-	// ReasonNamespaceOutOfDate: the namespace's labels (Pod Security)
-	// differ from the spec.
-	ReasonNamespaceOutOfDate = "NamespaceOutOfDate"
-	// LimitRange, RoleBinding and NetworkPolicy report <Kind>Pending and
-	// <Kind>OutOfDate, e.g. RoleBindingPending.
-	ReasonLimitRangePending      = "LimitRangePending"
-	ReasonLimitRangeOutOfDate    = "LimitRangeOutOfDate"
-	ReasonRoleBindingPending     = "RoleBindingPending"
-	ReasonRoleBindingOutOfDate   = "RoleBindingOutOfDate"
-	ReasonNetworkPolicyPending   = "NetworkPolicyPending"
-	ReasonNetworkPolicyOutOfDate = "NetworkPolicyOutOfDate"
+	ReasonReady       = "Ready"
+	ReasonInvalidSpec = "InvalidSpec"
 	// ReasonChildRemoving: a child the spec no longer asks for (owners
 	// removed, networkIsolation false) is still there.
 	ReasonChildRemoving = "ChildRemoving"

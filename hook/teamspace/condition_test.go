@@ -31,7 +31,7 @@ func TestReadyConditionTransitionTime(t *testing.T) {
 			r := &Request{Parent: &Parent{Metadata: Meta{
 				Name: "a", Generation: 3, CreationTimestamp: created,
 				ManagedFields: []ManagedFieldsTime{{Time: &edited}},
-			}}, Children: map[string]ObjectMap{NamespaceGroup: {"team-a": {Metadata: Meta{CreationTimestamp: childCreated}}}}}
+			}}, Children: map[string]ObjectMap{namespaceType.key: {"team-a": {Metadata: Meta{CreationTimestamp: childCreated}}}}}
 			r.Parent.Status.Conditions = tt.previous
 			c := readyCondition(r, tt.status, "Reason", "message")
 			if !c.LastTransitionTime.Equal(&tt.want) {

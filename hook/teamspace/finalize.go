@@ -3,7 +3,6 @@ package teamspace
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -75,17 +74,12 @@ func (r *Request) remainingChildren() []string {
 		}
 		out = append(out, fmt.Sprintf("namespace %s (%s)", ns.Metadata.Name, state))
 	}
-	for _, group := range childGroups {
-		keys := make([]string, 0, len(r.Children[group]))
-		for key := range r.Children[group] {
-			keys = append(keys, key)
-		}
-		sort.Strings(keys)
-		for _, key := range keys {
-			if group == NamespaceGroup && key == NamespaceName(r.Parent.Metadata.Name) {
+	for _, t := range childTypes {
+		for _, key := range sortedKeys(r.Children[t.key]) {
+			if t == namespaceType && key == NamespaceName(r.Parent.Metadata.Name) {
 				continue
 			}
-			out = append(out, fmt.Sprintf("%s %s", expectedChildTypes[group], key))
+			out = append(out, fmt.Sprintf("%s %s", t.kind, key))
 		}
 	}
 	return out

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"strconv"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // LimitRangeName is the LimitRange that gives containers without requests
@@ -14,8 +14,14 @@ import (
 // requests.cpu once the quota limits it) admits them.
 const LimitRangeName = "team-defaults"
 
-// parseDefaults reads spec.defaults and fills spec's DefaultCPU and
-// DefaultMemory: the override if given (at most the namespace's total),
+// Ready reasons of the LimitRange.
+const (
+	ReasonLimitRangePending   = "LimitRangePending"
+	ReasonLimitRangeOutOfDate = "LimitRangeOutOfDate"
+)
+
+// parseDefaults reads spec.defaults and fills spec's DefaultRequestCPU and
+// DefaultRequestMemory: the override if given (at most the namespace's total),
 // else total / pods rounded down (a millicore, a byte), so that spec.pods
 // default-sized pods fit the quota exactly.
 func parseDefaults(raw json.RawMessage, spec *Spec) []string {
@@ -31,13 +37,13 @@ func parseDefaults(raw json.RawMessage, spec *Spec) []string {
 	pods, _ := strconv.ParseInt(spec.Pods, 10, 64)
 	var problems []string
 	cpu := resource.MustParse(spec.CPU)
-	spec.DefaultCPU = share(cpu, pods, true)
+	spec.DefaultRequestCPU = share(cpu, pods, true)
 	if d.CPU != nil {
 		c, err := overrideWithin(*d.CPU, cpu, "spec.cpu")
 		if err != nil {
 			problems = append(problems, "spec.defaults.cpu "+err.Error())
 		}
-		spec.DefaultCPU = c
+		spec.DefaultRequestCPU = c
 	}
 	if spec.Memory == "" {
 		if d.Memory != nil {
@@ -46,13 +52,13 @@ func parseDefaults(raw json.RawMessage, spec *Spec) []string {
 		return problems
 	}
 	mem := resource.MustParse(spec.Memory)
-	spec.DefaultMemory = share(mem, pods, false)
+	spec.DefaultRequestMemory = share(mem, pods, false)
 	if d.Memory != nil {
 		m, err := overrideWithin(*d.Memory, mem, "spec.memory")
 		if err != nil {
 			problems = append(problems, "spec.defaults.memory "+err.Error())
 		}
-		spec.DefaultMemory = m
+		spec.DefaultRequestMemory = m
 	}
 	return problems
 }
@@ -89,30 +95,43 @@ func overrideWithin(s string, total resource.Quantity, totalField string) (strin
 	return c, nil
 }
 
-// desiredLimitRange is team-defaults: a container defaultRequest only. No
+// limitRangeType is team-defaults: a container defaultRequest only. No
 // default limit: a default limit below a request the user sets would make
 // the pod invalid.
-func desiredLimitRange(teamspace string, s Spec) *unstructured.Unstructured {
-	req := map[string]any{"cpu": s.DefaultCPU}
-	if s.DefaultMemory != "" {
-		req["memory"] = s.DefaultMemory
-	}
-	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "v1",
-		"kind":       "LimitRange",
-		"metadata":   childMeta(teamspace, LimitRangeName),
-		"spec": map[string]any{"limits": []any{map[string]any{
-			"type":           "Container",
-			"defaultRequest": req,
-		}}},
-	}}
-}
-
-// childMeta is the metadata of a child in the team namespace.
-func childMeta(teamspace, name string) map[string]any {
-	return map[string]any{
-		"name":      name,
-		"namespace": NamespaceName(teamspace),
-		"labels":    map[string]any{TeamSpaceLabel: teamspace},
-	}
+var limitRangeType = &childType{
+	key:             "LimitRange.v1",
+	apiVersion:      "v1",
+	kind:            "LimitRange",
+	name:            func(string) string { return LimitRangeName },
+	namespaced:      true,
+	pendingReason:   ReasonLimitRangePending,
+	outOfDateReason: ReasonLimitRangeOutOfDate,
+	newObject:       func() object { return &corev1.LimitRange{} },
+	build: func(_ string, spec Spec, _ *Object) object {
+		req := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(spec.DefaultRequestCPU)}
+		if spec.DefaultRequestMemory != "" {
+			req[corev1.ResourceMemory] = resource.MustParse(spec.DefaultRequestMemory)
+		}
+		return &corev1.LimitRange{Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{
+			Type:           corev1.LimitTypeContainer,
+			DefaultRequest: req,
+		}}}}
+	},
+	decode: func(o *Object) (object, error) {
+		lr := &corev1.LimitRange{}
+		lr.Labels = o.Metadata.Labels
+		return lr, decodeRaw(o.Spec, &lr.Spec)
+	},
+	// The limits list is the hook's as a whole: the engine replaces a list
+	// without a merge key, so an item or field added by hand is reverted.
+	content: func(obj object) object {
+		return &corev1.LimitRange{Spec: corev1.LimitRangeSpec{Limits: obj.(*corev1.LimitRange).Spec.Limits}}
+	},
+	ready: func(_ string, spec Spec) string {
+		req := ", default request cpu=" + spec.DefaultRequestCPU
+		if spec.DefaultRequestMemory != "" {
+			req += ", memory=" + spec.DefaultRequestMemory
+		}
+		return req
+	},
 }

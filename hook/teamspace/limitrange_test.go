@@ -21,7 +21,7 @@ func TestDefaultRequestIsCanonical(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: %v", name, err)
 			}
-			for _, q := range []string{s.DefaultCPU, s.DefaultMemory} {
+			for _, q := range []string{s.DefaultRequestCPU, s.DefaultRequestMemory} {
 				if c, err := CanonicalQuantity(q); err != nil || c != q {
 					t.Errorf("%s: default request %q is not canonical (%q, %v)", name, q, c, err)
 				}

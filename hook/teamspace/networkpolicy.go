@@ -1,25 +1,60 @@
 package teamspace
 
-import "k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+import (
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
 
 // NetworkPolicyName is the policy that admits ingress to the team's pods
 // only from pods of the same namespace.
 const NetworkPolicyName = "team-isolation"
 
-// desiredNetworkPolicy selects every pod of the namespace and allows ingress
-// only from pods of the same namespace (a podSelector peer without a
-// namespaceSelector means this namespace). Egress is not restricted.
-func desiredNetworkPolicy(teamspace string) *unstructured.Unstructured {
-	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "networking.k8s.io/v1",
-		"kind":       "NetworkPolicy",
-		"metadata":   childMeta(teamspace, NetworkPolicyName),
-		"spec": map[string]any{
-			"podSelector": map[string]any{},
-			"policyTypes": []any{"Ingress"},
-			"ingress": []any{map[string]any{
-				"from": []any{map[string]any{"podSelector": map[string]any{}}},
+// Ready reasons of the NetworkPolicy.
+const (
+	ReasonNetworkPolicyPending   = "NetworkPolicyPending"
+	ReasonNetworkPolicyOutOfDate = "NetworkPolicyOutOfDate"
+)
+
+// networkPolicyType is team-isolation, asked for while spec.networkIsolation
+// is true (its default): it selects every pod of the namespace and allows
+// ingress only from pods of the same namespace (a podSelector peer without
+// a namespaceSelector means this namespace). Egress is not restricted.
+var networkPolicyType = &childType{
+	key:             "NetworkPolicy.networking.k8s.io/v1",
+	apiVersion:      networkingv1.SchemeGroupVersion.String(),
+	kind:            "NetworkPolicy",
+	name:            func(string) string { return NetworkPolicyName },
+	namespaced:      true,
+	optional:        true,
+	pendingReason:   ReasonNetworkPolicyPending,
+	outOfDateReason: ReasonNetworkPolicyOutOfDate,
+	newObject:       func() object { return &networkingv1.NetworkPolicy{} },
+	build: func(_ string, spec Spec, _ *Object) object {
+		if !spec.NetworkIsolation {
+			return nil
+		}
+		return &networkingv1.NetworkPolicy{Spec: networkingv1.NetworkPolicySpec{
+			PodSelector: metav1.LabelSelector{},
+			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
+			Ingress: []networkingv1.NetworkPolicyIngressRule{{
+				From: []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{}}},
 			}},
-		},
-	}}
+		}}
+	},
+	decode: func(o *Object) (object, error) {
+		np := &networkingv1.NetworkPolicy{}
+		np.Labels = o.Metadata.Labels
+		return np, decodeRaw(o.Spec, &np.Spec)
+	},
+	// Egress rules others add are theirs: the engine keeps them.
+	content: func(obj object) object {
+		s := obj.(*networkingv1.NetworkPolicy).Spec
+		return &networkingv1.NetworkPolicy{Spec: networkingv1.NetworkPolicySpec{PodSelector: s.PodSelector, PolicyTypes: s.PolicyTypes, Ingress: s.Ingress}}
+	},
+	ready: func(_ string, spec Spec) string {
+		if spec.NetworkIsolation {
+			return ", ingress only from the namespace"
+		}
+		return ""
+	},
 }

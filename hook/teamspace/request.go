@@ -21,30 +21,21 @@ const (
 	NamespacePrefix = "team-"
 	// MaxNameLength keeps NamespacePrefix+name within a DNS-1123 label.
 	MaxNameLength = validation.DNS1123LabelMaxLength - len(NamespacePrefix)
-	// QuotaName is the ResourceQuota in every team namespace.
-	QuotaName = "team-quota"
 	// TeamSpaceLabel marks children with the TeamSpace they belong to.
 	TeamSpaceLabel = "platform.labhub.io/teamspace"
 	// LastAppliedAnnotation is where the engine keeps the child it last applied.
 	LastAppliedAnnotation = "metacontroller.k8s.io/last-applied-configuration"
-
-	// NamespaceGroup and QuotaGroup are the keys of children and related
-	// objects in a request (kind.version, as the engine writes them).
-	NamespaceGroup     = "Namespace.v1"
-	QuotaGroup         = "ResourceQuota.v1"
-	LimitRangeGroup    = "LimitRange.v1"
-	RoleBindingGroup   = "RoleBinding.rbac.authorization.k8s.io/v1"
-	NetworkPolicyGroup = "NetworkPolicy.networking.k8s.io/v1"
 )
 
 // Request is what the engine sends to the sync, finalize and customize hooks.
 // Only the parts the hook reads are decoded; unknown fields (the controller
-// object, fields of later engine versions) are ignored.
+// object, `finalizing`, fields of later engine versions) are ignored.
 type Request struct {
-	Parent     *Parent              `json:"parent"`
-	Children   map[string]ObjectMap `json:"children"`
-	Related    map[string]ObjectMap `json:"related"`
-	Finalizing bool                 `json:"finalizing"`
+	Parent *Parent `json:"parent"`
+	// Children and Related are keyed by the engine's type key (childType.key,
+	// e.g. "Namespace.v1"), then by name or namespace/name.
+	Children map[string]ObjectMap `json:"children"`
+	Related  map[string]ObjectMap `json:"related"`
 }
 
 // ObjectMap holds observed objects of one type keyed by name, or
@@ -64,26 +55,19 @@ type Parent struct {
 	} `json:"status"`
 }
 
-// Object is an observed child or related object: metadata plus the few
-// fields of Namespace and ResourceQuota the hook reads.
+// Object is an observed child or related object: its slim metadata, its
+// phase, and the top-level content fields child types read, kept raw. Each
+// child type decodes its own fields into its k8s.io/api type (its decode in
+// children.go's registry); the raw form costs one scan here instead of
+// building trees the hook may never read.
 type Object struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Metadata   Meta   `json:"metadata"`
-	Spec       struct {
-		Hard map[string]string `json:"hard"`
-		// LimitRange
-		Limits any `json:"limits,omitempty"`
-		// NetworkPolicy
-		PodSelector any `json:"podSelector,omitempty"`
-		PolicyTypes any `json:"policyTypes,omitempty"`
-		Ingress     any `json:"ingress,omitempty"`
-		Egress      any `json:"egress,omitempty"`
-	} `json:"spec"`
-	// RoleBinding
-	RoleRef  any `json:"roleRef,omitempty"`
-	Subjects any `json:"subjects,omitempty"`
-	Status   struct {
+	APIVersion string          `json:"apiVersion"`
+	Kind       string          `json:"kind"`
+	Metadata   Meta            `json:"metadata"`
+	Spec       json.RawMessage `json:"spec,omitempty"`
+	RoleRef    json.RawMessage `json:"roleRef,omitempty"`
+	Subjects   json.RawMessage `json:"subjects,omitempty"`
+	Status     struct {
 		Phase string `json:"phase"`
 	} `json:"status"`
 }
@@ -115,27 +99,11 @@ type ManagedFieldsTime struct {
 // NamespaceName is the namespace a TeamSpace gets.
 func NamespaceName(teamspace string) string { return NamespacePrefix + teamspace }
 
-// observedNamespace and observedQuota find the children under the keys the
-// engine uses (a namespaced child of a cluster-scoped parent is namespace/name).
-func (r *Request) observedNamespace() *Object {
-	return r.Children[NamespaceGroup][NamespaceName(r.Parent.Metadata.Name)]
-}
-
-func (r *Request) observedQuota() *Object {
-	return r.observedInNamespace(QuotaGroup, QuotaName)
-}
-
-// observedInNamespace finds a child of the team namespace. A request
-// recorded before the controller declared a child type has no key for it:
-// that is the same as none observed.
-func (r *Request) observedInNamespace(group, name string) *Object {
-	return r.Children[group][NamespaceName(r.Parent.Metadata.Name)+"/"+name]
-}
-
-// relatedNamespace is namespace team-<name> as the customize hook asked the
-// engine to show it, whoever owns it.
-func (r *Request) relatedNamespace() *Object {
-	return r.Related[NamespaceGroup][NamespaceName(r.Parent.Metadata.Name)]
+// observed is the child of type t the engine shows for this TeamSpace (nil
+// if none). A request recorded before the controller declared a child type
+// has no key for it: that is the same as none observed.
+func (r *Request) observed(t *childType) *Object {
+	return r.Children[t.key][t.ref(r.Parent.Metadata.Name)]
 }
 
 // hasChildren reports whether the engine still observes any child.

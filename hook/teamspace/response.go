@@ -2,15 +2,17 @@ package teamspace
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // Response is the answer to sync and finalize. Children are never null: the
 // engine deletes every child left out, and null would mean all of them.
 type Response struct {
-	Status             Status                       `json:"status"`
-	Children           []*unstructured.Unstructured `json:"children"`
-	ResyncAfterSeconds float64                      `json:"resyncAfterSeconds,omitempty"`
+	Status Status `json:"status"`
+	// Children are plain JSON values, encoded with sorted keys; not
+	// unstructured.Unstructured, whose MarshalJSON would add an encoder
+	// pass and a compaction to every answer.
+	Children           []map[string]any `json:"children"`
+	ResyncAfterSeconds float64          `json:"resyncAfterSeconds,omitempty"`
 	// Finalized is set by finalize only.
 	Finalized *bool `json:"finalized,omitempty"`
 }
@@ -37,7 +39,7 @@ type RelatedResourceRule struct {
 }
 
 func newResponse(r *Request) *Response {
-	resp := &Response{Children: []*unstructured.Unstructured{}}
+	resp := &Response{Children: []map[string]any{}}
 	if ns := r.observedNamespace(); ns != nil {
 		resp.Status.Namespace = ns.Metadata.Name
 	}

@@ -15,7 +15,8 @@ import (
 const (
 	MinPods = 1
 	MaxPods = 50
-	// DefaultCPU is spec.cpu when the API server did not default it.
+	// DefaultCPU is spec.cpu when the API server did not default it (the
+	// CRD's default).
 	DefaultCPU = "1"
 )
 
@@ -28,14 +29,14 @@ type Spec struct {
 	// Memory is requests.memory of the quota, "" when spec.memory is unset
 	// (then no memory key appears in any child).
 	Memory string
-	// DefaultCPU and DefaultMemory are the LimitRange's container
-	// defaultRequest (DefaultMemory "" without Memory).
-	DefaultCPU, DefaultMemory string
-	// Owners are the subjects of RoleBinding team-owners, in spec order.
+	// DefaultRequestCPU and DefaultRequestMemory are the LimitRange's
+	// container defaultRequest (DefaultRequestMemory "" without Memory).
+	DefaultRequestCPU, DefaultRequestMemory string
+	// Owners are the subjects of the owners' binding, in spec order.
 	Owners []Owner
 	// PodSecurity is the namespace's enforced Pod Security level.
 	PodSecurity string
-	// NetworkIsolation asks for NetworkPolicy team-isolation.
+	// NetworkIsolation asks for the isolation policy (networkpolicy.go).
 	NetworkIsolation bool
 }
 

@@ -48,7 +48,7 @@ func TestCanonicalQuantity(t *testing.T) {
 
 // seed is a spec with only pods and cpu, and so every new field's default.
 func seed(pods, cpu, defaultCPU string) Spec {
-	return Spec{Pods: pods, CPU: cpu, DefaultCPU: defaultCPU, PodSecurity: DefaultPodSecurity, NetworkIsolation: true}
+	return Spec{Pods: pods, CPU: cpu, DefaultRequestCPU: defaultCPU, PodSecurity: DefaultPodSecurity, NetworkIsolation: true}
 }
 
 func TestParseSpec(t *testing.T) {
@@ -67,9 +67,13 @@ func TestParseSpec(t *testing.T) {
 		{name: "default request at least 1m", raw: `{"pods":50,"cpu":"10m"}`, want: seed("50", "10m", "1m")},
 		{name: "defaults.cpu overrides", raw: `{"pods":4,"cpu":"2","defaults":{"cpu":"0.1"}}`, want: seed("4", "2", "100m")},
 		{name: "defaults.cpu equal to cpu", raw: `{"pods":4,"cpu":"2","defaults":{"cpu":"2000m"}}`, want: seed("4", "2", "2")},
-		{name: "memory", raw: `{"pods":4,"memory":"2Gi"}`, want: func() Spec { s := seed("4", "1", "250m"); s.Memory, s.DefaultMemory = "2Gi", "512Mi"; return s }()},
-		{name: "memory decimal rounded down to a byte", raw: `{"pods":3,"memory":"1G"}`, want: func() Spec { s := seed("3", "1", "333m"); s.Memory, s.DefaultMemory = "1G", "333333333"; return s }()},
-		{name: "defaults.memory", raw: `{"pods":4,"memory":"2Gi","defaults":{"memory":"256Mi"}}`, want: func() Spec { s := seed("4", "1", "250m"); s.Memory, s.DefaultMemory = "2Gi", "256Mi"; return s }()},
+		{name: "memory", raw: `{"pods":4,"memory":"2Gi"}`, want: func() Spec { s := seed("4", "1", "250m"); s.Memory, s.DefaultRequestMemory = "2Gi", "512Mi"; return s }()},
+		{name: "memory decimal rounded down to a byte", raw: `{"pods":3,"memory":"1G"}`, want: func() Spec {
+			s := seed("3", "1", "333m")
+			s.Memory, s.DefaultRequestMemory = "1G", "333333333"
+			return s
+		}()},
+		{name: "defaults.memory", raw: `{"pods":4,"memory":"2Gi","defaults":{"memory":"256Mi"}}`, want: func() Spec { s := seed("4", "1", "250m"); s.Memory, s.DefaultRequestMemory = "2Gi", "256Mi"; return s }()},
 		{name: "owners", raw: `{"pods":1,"owners":[{"kind":"User","name":"ann"},{"kind":"Group","name":"devs"},{"kind":"ServiceAccount","name":"ci","namespace":"tools"}]}`,
 			want: func() Spec {
 				s := seed("1", "1", "1")

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -36,7 +38,18 @@ func controlledBy(uid string) objOpt {
 }
 
 func hard(pods, cpu string) objOpt {
-	return func(o *Object) { o.Spec.Hard = map[string]string{hardPods: pods, hardCPU: cpu} }
+	return hardOf(map[string]string{"pods": pods, "requests.cpu": cpu})
+}
+
+// hardOf sets the quota's spec.hard as the engine would send it.
+func hardOf(h map[string]string) objOpt {
+	return func(o *Object) {
+		raw, err := json.Marshal(map[string]any{"hard": h})
+		if err != nil {
+			panic(err)
+		}
+		o.Spec = raw
+	}
 }
 
 func withLastApplied(j string) objOpt {
@@ -97,21 +110,29 @@ const isolated = `[{"from":[{"podSelector":{}}]}]`
 func roleBinding(users ...string) *Object {
 	subjects := make([]any, 0, len(users))
 	for _, u := range users {
-		subjects = append(subjects, map[string]any{"kind": "User", "name": u, "apiGroup": rbacGroup})
+		subjects = append(subjects, map[string]any{"kind": "User", "name": u, "apiGroup": "rbac.authorization.k8s.io"})
 	}
 	o := inside("RoleBinding", RoleBindingName, `{"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"admin"}}`)
-	o.Subjects = subjects
+	o.Subjects, _ = json.Marshal(subjects)
 	return o
 }
 
-var groupOf = map[string]string{"Namespace": NamespaceGroup, "ResourceQuota": QuotaGroup, "LimitRange": LimitRangeGroup, "RoleBinding": RoleBindingGroup, "NetworkPolicy": NetworkPolicyGroup}
+// keyOf is the engine's key of a child type by kind.
+func keyOf(kind string) string {
+	for _, t := range childTypes {
+		if t.kind == kind {
+			return t.key
+		}
+	}
+	panic("no child type " + kind)
+}
 
 // request is a sync request with the given related namespace (may be nil)
 // and observed children (nil entries are skipped).
 func request(spec string, related *Object, children ...*Object) *Request {
 	r := &Request{Parent: parent(spec), Children: map[string]ObjectMap{}, Related: map[string]ObjectMap{}}
-	for _, g := range childGroups {
-		r.Children[g] = ObjectMap{}
+	for _, t := range childTypes {
+		r.Children[t.key] = ObjectMap{}
 	}
 	for _, c := range children {
 		if c == nil {
@@ -121,10 +142,10 @@ func request(spec string, related *Object, children ...*Object) *Request {
 		if c.Metadata.Namespace != "" {
 			key = c.Metadata.Namespace + "/" + key
 		}
-		r.Children[groupOf[c.Kind]][key] = c
+		r.Children[keyOf(c.Kind)][key] = c
 	}
 	if related != nil {
-		r.Related[NamespaceGroup] = ObjectMap{"team-alpha": related}
+		r.Related[namespaceType.key] = ObjectMap{"team-alpha": related}
 	}
 	return r
 }
@@ -188,9 +209,9 @@ func TestSyncReasons(t *testing.T) {
 			wantChildren: all, wantStatus: metav1.ConditionFalse, wantReason: ReasonQuotaPending},
 		{name: "QuotaOutOfDate: pods edited", req: request(spec, nil, steady(quota(hard("99", "500m")))...),
 			wantChildren: all, wantStatus: metav1.ConditionFalse, wantReason: ReasonQuotaOutOfDate},
-		{name: "QuotaOutOfDate: cpu key missing", req: request(spec, nil, steady(quota(func(o *Object) { o.Spec.Hard = map[string]string{hardPods: "4"} }))...),
+		{name: "QuotaOutOfDate: cpu key missing", req: request(spec, nil, steady(quota(hardOf(map[string]string{"pods": "4"})))...),
 			wantChildren: all, wantStatus: metav1.ConditionFalse, wantReason: ReasonQuotaOutOfDate},
-		{name: "QuotaOutOfDate: memory no longer asked for", req: request(spec, nil, steady(quota(func(o *Object) { o.Spec.Hard = map[string]string{hardPods: "4", hardCPU: "500m", hardMemory: "1Gi"} }))...),
+		{name: "QuotaOutOfDate: memory no longer asked for", req: request(spec, nil, steady(quota(hardOf(map[string]string{"pods": "4", "requests.cpu": "500m", "requests.memory": "1Gi"})))...),
 			wantChildren: all, wantStatus: metav1.ConditionFalse, wantReason: ReasonQuotaOutOfDate},
 		{name: "LimitRangePending", req: request(spec, nil, without("LimitRange")...),
 			wantChildren: all, wantStatus: metav1.ConditionFalse, wantReason: ReasonLimitRangePending},
@@ -233,8 +254,8 @@ func TestSyncReasons(t *testing.T) {
 			resp := Sync(tt.req)
 			var got []string
 			for _, c := range resp.Children {
-				desc := c.GetKind()
-				if h, ok, _ := unstructuredHard(c.Object); ok {
+				desc, _ := c["kind"].(string)
+				if h, ok := unstructuredHard(c); ok {
 					desc += " " + describeHard(h)
 				}
 				got = append(got, desc)
@@ -254,18 +275,19 @@ func TestSyncReasons(t *testing.T) {
 }
 
 // unstructuredHard reads spec.hard of an answered child, if it has one.
-func unstructuredHard(obj map[string]any) (map[string]string, bool, error) {
+func unstructuredHard(obj map[string]any) (corev1.ResourceList, bool) {
 	spec, ok := obj["spec"].(map[string]any)
 	if !ok {
-		return nil, false, nil
+		return nil, false
 	}
 	h, ok := spec["hard"].(map[string]any)
 	if !ok {
-		return nil, false, nil
+		return nil, false
 	}
-	out := map[string]string{}
+	out := corev1.ResourceList{}
 	for k, v := range h {
-		out[k], _ = v.(string)
+		s, _ := v.(string)
+		out[corev1.ResourceName(k)] = resource.MustParse(s)
 	}
-	return out, true, nil
+	return out, true
 }

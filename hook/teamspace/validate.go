@@ -25,18 +25,6 @@ func badRequest(reason, format string, args ...any) *RequestError {
 // that could act on a path: the uid becomes part of an archive file name.
 var uidPattern = regexp.MustCompile(`^[0-9A-Za-z-]{1,64}$`)
 
-// expectedChildTypes are the only child types compositecontroller.yaml declares.
-var expectedChildTypes = map[string]string{
-	NamespaceGroup:     "Namespace",
-	QuotaGroup:         "ResourceQuota",
-	LimitRangeGroup:    "LimitRange",
-	RoleBindingGroup:   "RoleBinding",
-	NetworkPolicyGroup: "NetworkPolicy",
-}
-
-// childGroups are the declared child types in the order messages use.
-var childGroups = []string{NamespaceGroup, QuotaGroup, LimitRangeGroup, RoleBindingGroup, NetworkPolicyGroup}
-
 // Validate checks that the request is one this hook can answer: a TeamSpace
 // parent with a name that can become a namespace and a safe uid, and only the
 // child types the controller declares. The spec is not checked here.
@@ -54,14 +42,18 @@ func (r *Request) Validate() error {
 	if !uidPattern.MatchString(string(p.Metadata.UID)) {
 		return badRequest("InvalidUID", "parent metadata.uid %q is not a Kubernetes uid", p.Metadata.UID)
 	}
-	for group, objs := range r.Children {
-		kind, ok := expectedChildTypes[group]
-		if !ok {
-			return badRequest("UnexpectedChild", "children of type %q are not managed by TeamSpace (want one of %s)", group, strings.Join(childGroups, ", "))
+	for key, objs := range r.Children {
+		t := childTypeByKey(key)
+		if t == nil {
+			keys := make([]string, 0, len(childTypes))
+			for _, t := range childTypes {
+				keys = append(keys, t.key)
+			}
+			return badRequest("UnexpectedChild", "children of type %q are not managed by TeamSpace (want one of %s)", key, strings.Join(keys, ", "))
 		}
-		for key, o := range objs {
-			if o == nil || o.Kind != kind {
-				return badRequest("UnexpectedChild", "children[%q][%q] is not a %s", group, key, kind)
+		for name, o := range objs {
+			if o == nil || o.Kind != t.kind {
+				return badRequest("UnexpectedChild", "children[%q][%q] is not a %s", key, name, t.kind)
 			}
 		}
 	}

@@ -449,7 +449,7 @@ func engineStandIn(t *testing.T, name string) {
 		parent := mustKubectl(t, "", "get", "teamspace", name, "-o", "json")
 		children := map[string]any{}
 		if out, err := kubectl(t, "", "get", "namespace", ns, "-o", "json"); err == nil {
-			children[teamspace.NamespaceGroup] = map[string]json.RawMessage{ns: json.RawMessage(out)}
+			children["Namespace.v1"] = map[string]json.RawMessage{ns: json.RawMessage(out)}
 		}
 		body, _ := json.Marshal(map[string]any{"parent": json.RawMessage(parent), "children": children})
 		var r teamspace.Request
@@ -460,9 +460,9 @@ func engineStandIn(t *testing.T, name string) {
 			t.Fatalf("the hook refuses the request: %v", err)
 		}
 		for _, c := range teamspace.Sync(&r).Children {
-			b, _ := json.Marshal(c.Object)
+			b, _ := json.Marshal(c)
 			if _, err := kubectl(t, string(b), "--as="+engineIdentity, "apply", "--server-side", "--field-manager=engine-stand-in", "-f", "-"); err != nil {
-				t.Fatalf("applying %s %s as the engine: %v", c.GetKind(), c.GetName(), err)
+				t.Fatalf("applying %s as the engine: %v", b, err)
 			}
 		}
 	}

@@ -3,8 +3,9 @@ package teamspace
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
@@ -16,7 +17,12 @@ const (
 	// MaxOwners bounds spec.owners, as crd.yaml does (it keeps the CEL
 	// duplicate check within the API server's cost budget).
 	MaxOwners = 32
-	rbacGroup = "rbac.authorization.k8s.io"
+)
+
+// Ready reasons of the RoleBinding.
+const (
+	ReasonRoleBindingPending   = "RoleBindingPending"
+	ReasonRoleBindingOutOfDate = "RoleBindingOutOfDate"
 )
 
 // Owner is one entry of spec.owners: a RoleBinding subject.
@@ -75,33 +81,70 @@ func parseOwners(raw json.RawMessage) ([]Owner, []string) {
 	return owners, problems
 }
 
+// roleBindingType is team-owners: the owners bound to ClusterRole
+// OwnerRole in the team namespace, asked for only when the spec lists
+// owners.
+var roleBindingType = &childType{
+	key:             "RoleBinding.rbac.authorization.k8s.io/v1",
+	apiVersion:      rbacv1.SchemeGroupVersion.String(),
+	kind:            "RoleBinding",
+	name:            func(string) string { return RoleBindingName },
+	namespaced:      true,
+	optional:        true,
+	pendingReason:   ReasonRoleBindingPending,
+	outOfDateReason: ReasonRoleBindingOutOfDate,
+	newObject:       func() object { return &rbacv1.RoleBinding{} },
+	build: func(_ string, spec Spec, observed *Object) object {
+		if len(spec.Owners) == 0 {
+			return nil
+		}
+		subjects, _ := strangerSubjects(ownerSubjects(spec.Owners), observed)
+		return &rbacv1.RoleBinding{
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: OwnerRole},
+			Subjects: subjects,
+		}
+	},
+	decode: func(o *Object) (object, error) {
+		rb := &rbacv1.RoleBinding{}
+		rb.Labels = o.Metadata.Labels
+		if err := decodeRaw(o.RoleRef, &rb.RoleRef); err != nil {
+			return rb, err
+		}
+		return rb, decodeRaw(o.Subjects, &rb.Subjects)
+	},
+	content: func(obj object) object {
+		rb := obj.(*rbacv1.RoleBinding)
+		return &rbacv1.RoleBinding{RoleRef: rb.RoleRef, Subjects: rb.Subjects}
+	},
+	busy: func(ref string, spec Spec, observed *Object) string {
+		if _, strangers := strangerSubjects(ownerSubjects(spec.Owners), observed); len(strangers) > 0 {
+			return fmt.Sprintf("RoleBinding %s has subjects the spec does not list (%s), removing them", ref, strings.Join(strangers, ", "))
+		}
+		return ""
+	},
+	ready: func(_ string, spec Spec) string {
+		if n := len(spec.Owners); n > 0 {
+			return fmt.Sprintf(", %d owner(s) bound to ClusterRole %s", n, OwnerRole)
+		}
+		return ""
+	},
+}
+
 // ownerSubjects are the owners as RoleBinding subjects, written as the API
 // server stores them (apiGroup set for User and Group, none for a
 // ServiceAccount).
-func ownerSubjects(owners []Owner) []any {
-	subjects := make([]any, 0, len(owners))
+func ownerSubjects(owners []Owner) []rbacv1.Subject {
+	subjects := make([]rbacv1.Subject, 0, len(owners))
 	for _, o := range owners {
-		s := map[string]any{"kind": o.Kind, "name": o.Name}
-		if o.Kind == "ServiceAccount" {
-			s["namespace"] = o.Namespace
+		s := rbacv1.Subject{Kind: o.Kind, Name: o.Name}
+		if o.Kind == rbacv1.ServiceAccountKind {
+			s.Namespace = o.Namespace
 		} else {
-			s["apiGroup"] = rbacGroup
+			s.APIGroup = rbacv1.GroupName
 		}
 		subjects = append(subjects, s)
 	}
 	return subjects
-}
-
-// roleBindingWith is team-owners: the subjects bound to ClusterRole admin in
-// the team namespace.
-func roleBindingWith(teamspace string, subjects []any) *unstructured.Unstructured {
-	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": rbacGroup + "/v1",
-		"kind":       "RoleBinding",
-		"metadata":   childMeta(teamspace, RoleBindingName),
-		"roleRef":    map[string]any{"apiGroup": rbacGroup, "kind": "ClusterRole", "name": OwnerRole},
-		"subjects":   subjects,
-	}}
 }
 
 // strangerSubjects handles subjects someone added by hand. The engine's
@@ -112,46 +155,38 @@ func roleBindingWith(teamspace string, subjects []any) *unstructured.Unstructure
 // an annotation-only write), and once it holds them the answer drops them
 // and the merge deletes them. It returns the subjects to answer and the
 // names being removed.
-func strangerSubjects(desired []any, observed *Object) ([]any, []string) {
+func strangerSubjects(desired []rbacv1.Subject, observed *Object) ([]rbacv1.Subject, []string) {
 	if observed == nil {
 		return desired, nil
 	}
 	wanted := map[string]bool{}
 	for _, s := range desired {
-		wanted[subjectName(s)] = true
+		wanted[s.Name] = true
 	}
-	var extra []any
+	var live []rbacv1.Subject
+	_ = decodeRaw(observed.Subjects, &live)
+	var extra []rbacv1.Subject
 	var names []string
-	for _, s := range asList(observed.Subjects) {
-		if n := subjectName(s); !wanted[n] {
+	for _, s := range live {
+		if !wanted[s.Name] {
 			extra = append(extra, s)
-			names = append(names, n)
+			names = append(names, s.Name)
 		}
 	}
 	if len(extra) == 0 {
 		return desired, nil
 	}
 	recorded := map[string]bool{}
-	if applied := lastApplied(observed); applied != nil {
-		for _, s := range asList(applied["subjects"]) {
-			recorded[subjectName(s)] = true
+	var applied rbacv1.RoleBinding
+	if last, ok := observed.Metadata.Annotations[LastAppliedAnnotation]; ok && json.Unmarshal([]byte(last), &applied) == nil {
+		for _, s := range applied.Subjects {
+			recorded[s.Name] = true
 		}
 	}
 	for _, n := range names {
 		if !recorded[n] {
-			return append(append([]any{}, desired...), extra...), names
+			return append(append([]rbacv1.Subject{}, desired...), extra...), names
 		}
 	}
 	return desired, names
-}
-
-func subjectName(s any) string {
-	m, _ := s.(map[string]any)
-	n, _ := m["name"].(string)
-	return n
-}
-
-func asList(v any) []any {
-	l, _ := v.([]any)
-	return l
 }

@@ -1,0 +1,133 @@
+package teamspace
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/yaml"
+)
+
+// TestChildTypesAreDeclared: the registry, compositecontroller.yaml (what
+// the engine watches and sends) and the engine's own keys in a recorded
+// request agree, type by type and in order. A type added to one and not the
+// others fails here, not in a cluster.
+func TestChildTypesAreDeclared(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "compositecontroller.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cc struct {
+		Spec struct {
+			ChildResources []struct {
+				APIVersion string `json:"apiVersion"`
+				Resource   string `json:"resource"`
+			} `json:"childResources"`
+		} `json:"spec"`
+	}
+	if err := yaml.Unmarshal(raw, &cc); err != nil {
+		t.Fatal(err)
+	}
+	type decl struct{ APIVersion, Resource string }
+	var declared, registered []decl
+	for _, c := range cc.Spec.ChildResources {
+		declared = append(declared, decl{c.APIVersion, c.Resource})
+	}
+	for _, ct := range childTypes {
+		gv, err := schema.ParseGroupVersion(ct.apiVersion)
+		if err != nil {
+			t.Fatalf("%s: %v", ct.kind, err)
+		}
+		plural, _ := meta.UnsafeGuessKindToResource(gv.WithKind(ct.kind))
+		registered = append(registered, decl{ct.apiVersion, plural.Resource})
+		if want := ct.kind + "." + ct.apiVersion; ct.key != want {
+			t.Errorf("%s: key %q, the engine keys it %q", ct.kind, ct.key, want)
+		}
+	}
+	if diff := cmp.Diff(declared, registered); diff != "" {
+		t.Errorf("compositecontroller.yaml childResources vs the registry (-yaml +registry):\n%s", diff)
+	}
+
+	body, err := os.ReadFile(filepath.Join("..", "..", "tests", "testdata", "sync", "recorded-delta-new-parent", "request.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r Request
+	if err := json.Unmarshal(body, &r); err != nil {
+		t.Fatal(err)
+	}
+	for _, ct := range childTypes {
+		if _, ok := r.Children[ct.key]; !ok {
+			t.Errorf("%s: the recorded request has no children key %q", ct.kind, ct.key)
+		}
+		delete(r.Children, ct.key)
+	}
+	for key := range r.Children {
+		t.Errorf("the recorded request has children key %q, which no registered type has", key)
+	}
+}
+
+// TestChildTypesRoundTrip holds every type, for every spec below, to what
+// the registry relies on: its answer, read back as the engine shows the
+// child, is up to date and is what an invalid spec keeps; a changed spec
+// that changes its answer makes it out of date; only optional types may be
+// left out.
+func TestChildTypesRoundTrip(t *testing.T) {
+	specs := []string{
+		`{"pods": 4}`,
+		`{"pods": 3, "cpu": "0.5", "memory": "1Gi", "podSecurity": "restricted", "defaults": {"cpu": "100m"}}`,
+		`{"pods": 50, "cpu": "7", "networkIsolation": false, "owners": [{"kind": "User", "name": "ann"}, {"kind": "ServiceAccount", "name": "ci", "namespace": "tools"}]}`,
+	}
+	other, err := ParseSpec([]byte(`{"pods": 9, "cpu": "3", "memory": "5Gi", "podSecurity": "privileged", "defaults": {"cpu": "1m", "memory": "1Mi"}, "owners": [{"kind": "Group", "name": "devs"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, raw := range specs {
+		spec, err := ParseSpec([]byte(raw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ct := range childTypes {
+			t.Run(ct.kind+" "+raw, func(t *testing.T) {
+				desired := ct.desired("alpha", spec, nil)
+				if desired == nil {
+					if !ct.optional {
+						t.Fatalf("not optional, but the spec got none")
+					}
+					return
+				}
+				answered, err := json.Marshal(ct.answer(desired))
+				if err != nil {
+					t.Fatal(err)
+				}
+				var observed Object
+				if err := json.Unmarshal(answered, &observed); err != nil {
+					t.Fatal(err)
+				}
+				if !ct.matches(desired, &observed) {
+					t.Errorf("its own answer is not up to date: %s", answered)
+				}
+				// The engine records what it applied in the annotation.
+				observed.Metadata.Annotations = map[string]string{LastAppliedAnnotation: string(answered)}
+				kept, err := json.Marshal(ct.answer(ct.kept("alpha", &observed)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if string(kept) != string(answered) {
+					t.Errorf("kept while invalid:\n%s\nwant what was applied:\n%s", kept, answered)
+				}
+				changed := ct.desired("alpha", other, nil)
+				if changed == nil {
+					return
+				}
+				if b, _ := json.Marshal(ct.answer(changed)); string(b) != string(answered) && ct.matches(changed, &observed) {
+					t.Errorf("still up to date after the spec changed to %s", b)
+				}
+			})
+		}
+	}
+}

@@ -1,0 +1,154 @@
+package teamspace
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Pod Security admission labels of the team namespace.
+const (
+	PodSecurityEnforceLabel        = "pod-security.kubernetes.io/enforce"
+	PodSecurityEnforceVersionLabel = "pod-security.kubernetes.io/enforce-version"
+)
+
+// Ready reasons of the namespace. Pending, terminating and not Active hold
+// back every child inside it; NamespaceConflict means it belongs to someone
+// else and is never adopted.
+const (
+	ReasonNamespacePending     = "NamespacePending"
+	ReasonNamespaceTerminating = "NamespaceTerminating"
+	ReasonNamespaceNotActive   = "NamespaceNotActive"
+	ReasonNamespaceConflict    = "NamespaceConflict"
+	// ReasonNamespaceOutOfDate: the namespace's labels (Pod Security)
+	// differ from the spec.
+	ReasonNamespaceOutOfDate = "NamespaceOutOfDate"
+)
+
+// namespaceType is namespace team-<name>, labelled with its TeamSpace and
+// the Pod Security level it enforces (always the latest version of the
+// standard). The engine adds its ownerReference and controller-uid label.
+var namespaceType = &childType{
+	key:             "Namespace.v1",
+	apiVersion:      "v1",
+	kind:            "Namespace",
+	name:            NamespaceName,
+	pendingReason:   ReasonNamespacePending,
+	outOfDateReason: ReasonNamespaceOutOfDate,
+	newObject:       func() object { return &corev1.Namespace{} },
+	build: func(_ string, spec Spec, _ *Object) object {
+		return namespaceEnforcing(spec.PodSecurity)
+	},
+	decode: func(o *Object) (object, error) {
+		ns := &corev1.Namespace{}
+		ns.Labels = o.Metadata.Labels
+		return ns, nil
+	},
+	content: func(obj object) object {
+		labels := map[string]string{}
+		for _, k := range []string{PodSecurityEnforceLabel, PodSecurityEnforceVersionLabel} {
+			if v, ok := obj.GetLabels()[k]; ok {
+				labels[k] = v
+			}
+		}
+		return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Labels: labels}}
+	},
+	outOfDateMessage: func(ref string, observed, desired object) string {
+		return fmt.Sprintf("namespace %s has labels %s, updating to %s", ref, describeLabels(observed.GetLabels()), describeLabels(desired.GetLabels()))
+	},
+	// Without an observed namespace an invalid spec gets the default one.
+	keptWithout: func(string) object { return namespaceEnforcing(DefaultPodSecurity) },
+	ready: func(teamspace string, spec Spec) string {
+		return fmt.Sprintf("namespace %s is Active (pod security %s)", NamespaceName(teamspace), spec.PodSecurity)
+	},
+}
+
+func namespaceEnforcing(level string) *corev1.Namespace {
+	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{
+		PodSecurityEnforceLabel:        level,
+		PodSecurityEnforceVersionLabel: "latest",
+	}}}
+}
+
+// observedNamespace is the TeamSpace's namespace as the engine shows it
+// among the children, nil if none.
+func (r *Request) observedNamespace() *Object { return r.observed(namespaceType) }
+
+// namespaceConflict says who holds namespace team-<name> when the engine
+// shows it only as a related object (the customize hook asks for it by name)
+// and another owner controls it: the engine never adopts it, and without
+// this the TeamSpace would wait in silence.
+func (r *Request) namespaceConflict() (string, bool) {
+	if r.observedNamespace() != nil {
+		return "", false
+	}
+	name := r.Parent.Metadata.Name
+	foreign := r.Related[namespaceType.key][NamespaceName(name)]
+	if foreign == nil || ownedBy(foreign, string(r.Parent.Metadata.UID)) {
+		return "", false
+	}
+	nsName := NamespaceName(name)
+	holder := "was not created for this TeamSpace"
+	for _, ref := range foreign.Metadata.OwnerReferences {
+		if ref.Controller != nil && *ref.Controller {
+			holder = fmt.Sprintf("is controlled by %s %s (uid %s)", ref.Kind, ref.Name, ref.UID)
+		}
+	}
+	if isTerminating(foreign) {
+		return fmt.Sprintf("namespace %s %s and is still terminating; this TeamSpace gets its namespace once it is gone", nsName, holder), true
+	}
+	return fmt.Sprintf("namespace %s already exists and %s; it is never adopted: delete it, or use another TeamSpace name", nsName, holder), true
+}
+
+// namespaceNotReady says why the children inside the namespace cannot be
+// there yet: it is missing, terminating or not Active. ok is false when the
+// namespace is Active.
+func (r *Request) namespaceNotReady() (reason, message string, ok bool) {
+	name := r.Parent.Metadata.Name
+	nsName := NamespaceName(name)
+	ns := r.observedNamespace()
+	switch {
+	case ns == nil:
+		// The hook cannot see why a create fails (the engine writes this
+		// status after a failed child write, without the error), but the
+		// engine records the error as a SyncError event on the TeamSpace:
+		// say where to look, e.g. for a create refused by the reserved
+		// team- prefix (namespaces.yaml) when the engine lacks its grant.
+		return ReasonNamespacePending, fmt.Sprintf(
+			"waiting for namespace %s to be created; if this lasts, the engine's error is in the TeamSpace's events (kubectl describe teamspace %s)", nsName, name), true
+	case isTerminating(ns):
+		return ReasonNamespaceTerminating, fmt.Sprintf("namespace %s is terminating; it is created again once it is gone", nsName), true
+	case ns.Status.Phase != "Active":
+		return ReasonNamespaceNotActive, fmt.Sprintf("namespace %s is in phase %q, want Active", nsName, ns.Status.Phase), true
+	}
+	return "", "", false
+}
+
+// describeLabels prints the labels the hook owns on the namespace (the
+// TeamSpace label, the enforced Pod Security level and version) in a fixed
+// order, so that a hand edit of any of them is named in the status.
+func describeLabels(labels map[string]string) string {
+	get := func(k string) string {
+		if v, ok := labels[k]; ok {
+			return v
+		}
+		return "<unset>"
+	}
+	return fmt.Sprintf("%s=%s, enforce=%s, enforce-version=%s", TeamSpaceLabel, get(TeamSpaceLabel), get(PodSecurityEnforceLabel), get(PodSecurityEnforceVersionLabel))
+}
+
+// isTerminating reports whether a namespace is being deleted.
+func isTerminating(ns *Object) bool {
+	return ns.Metadata.DeletionTimestamp != nil || ns.Status.Phase == "Terminating"
+}
+
+// ownedBy reports whether obj's controller reference is the TeamSpace uid.
+func ownedBy(obj *Object, uid string) bool {
+	for _, ref := range obj.Metadata.OwnerReferences {
+		if ref.Controller != nil && *ref.Controller && string(ref.UID) == uid {
+			return true
+		}
+	}
+	return false
+}

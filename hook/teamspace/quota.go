@@ -1,0 +1,92 @@
+package teamspace
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// QuotaName is the ResourceQuota in every team namespace.
+const QuotaName = "team-quota"
+
+// Ready reasons of the quota.
+const (
+	ReasonQuotaPending   = "QuotaPending"
+	ReasonQuotaOutOfDate = "QuotaOutOfDate"
+)
+
+// Quota keys the hook owns in the quota's spec.hard, in message order.
+var hardKeys = []corev1.ResourceName{corev1.ResourcePods, corev1.ResourceRequestsCPU, corev1.ResourceRequestsMemory}
+
+// quotaType is team-quota: pods, requests.cpu and, when spec.memory is set,
+// requests.memory. Keys others add to spec.hard are theirs (the engine
+// keeps them); a requests.memory the spec no longer sets is a difference,
+// which the engine removes.
+var quotaType = &childType{
+	key:             "ResourceQuota.v1",
+	apiVersion:      "v1",
+	kind:            "ResourceQuota",
+	name:            func(string) string { return QuotaName },
+	namespaced:      true,
+	pendingReason:   ReasonQuotaPending,
+	outOfDateReason: ReasonQuotaOutOfDate,
+	// A quota made before children carried the TeamSpace label (recorded
+	// requests in tests/testdata) counts as up to date while its limits are:
+	// the engine adds the label with its next write of the quota.
+	labelsIgnored: true,
+	// A requests.memory the spec no longer sets is still in the quota
+	// until the engine removes it: not up to date.
+	exact:     true,
+	newObject: func() object { return &corev1.ResourceQuota{} },
+	build: func(_ string, spec Spec, _ *Object) object {
+		return &corev1.ResourceQuota{Spec: corev1.ResourceQuotaSpec{Hard: specHard(spec)}}
+	},
+	decode: func(o *Object) (object, error) {
+		q := &corev1.ResourceQuota{}
+		q.Labels = o.Metadata.Labels
+		return q, decodeRaw(o.Spec, &q.Spec)
+	},
+	content: func(obj object) object {
+		hard := corev1.ResourceList{}
+		for _, k := range hardKeys {
+			if v, ok := obj.(*corev1.ResourceQuota).Spec.Hard[k]; ok {
+				hard[k] = v
+			}
+		}
+		return &corev1.ResourceQuota{Spec: corev1.ResourceQuotaSpec{Hard: hard}}
+	},
+	describe: func(obj object) string { return describeHard(obj.(*corev1.ResourceQuota).Spec.Hard) },
+	noun:     "quota",
+	ready: func(_ string, spec Spec) string {
+		return " with quota " + describeHard(specHard(spec))
+	},
+}
+
+// specHard is the quota a valid spec asks for.
+func specHard(spec Spec) corev1.ResourceList {
+	hard := corev1.ResourceList{
+		corev1.ResourcePods:        resource.MustParse(spec.Pods),
+		corev1.ResourceRequestsCPU: resource.MustParse(spec.CPU),
+	}
+	if spec.Memory != "" {
+		hard[corev1.ResourceRequestsMemory] = resource.MustParse(spec.Memory)
+	}
+	return hard
+}
+
+// describeHard prints quota limits in a fixed order for messages;
+// requests.memory only when set.
+func describeHard(hard corev1.ResourceList) string {
+	get := func(k corev1.ResourceName) string {
+		if v, ok := hard[k]; ok {
+			return v.String()
+		}
+		return "<unset>"
+	}
+	s := fmt.Sprintf("pods=%s, requests.cpu=%s", get(corev1.ResourcePods), get(corev1.ResourceRequestsCPU))
+	if v, ok := hard[corev1.ResourceRequestsMemory]; ok {
+		s += ", requests.memory=" + v.String()
+	}
+	return s
+}
