@@ -2,7 +2,7 @@
 # Mutation testing of the hook: gremlins (github.com/go-gremlins/gremlins)
 # changes one operator or condition at a time in a package under hook/ and
 # runs the fast suite against each change; a mutant that no test notices
-# "lived". README.md ("Mutation testing") has the last report.
+# "lived". CONTRIBUTING.md ("Mutation testing") has the last report.
 #
 #   hack/mutation.sh                      # hook/teamspace, hook/archive, hook/server
 #   hack/mutation.sh hook/teamspace       # one package

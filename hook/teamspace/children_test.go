@@ -73,9 +73,9 @@ func TestChildTypesAreDeclared(t *testing.T) {
 
 // TestChildTypesRoundTrip holds every type, for every spec below, to what
 // the registry relies on: its answer, read back as the engine shows the
-// child, is up to date and is what an invalid spec keeps; a changed spec
-// that changes its answer makes it out of date; only optional types may be
-// left out.
+// child, is up to date and is what an invalid spec keeps, also after a hand
+// edit; a changed spec that changes its answer makes it out of date; only
+// optional types may be left out.
 func TestChildTypesRoundTrip(t *testing.T) {
 	specs := []string{
 		`{"pods": 4}`,
@@ -124,8 +124,19 @@ func TestChildTypesRoundTrip(t *testing.T) {
 				if changed == nil {
 					return
 				}
-				if b, _ := json.Marshal(ct.answer(changed)); string(b) != string(answered) && ct.matches(changed, &observed) {
+				b, _ := json.Marshal(ct.answer(changed))
+				if string(b) != string(answered) && ct.matches(changed, &observed) {
 					t.Errorf("still up to date after the spec changed to %s", b)
+				}
+				// A hand edit since the engine applied it: what is kept is
+				// what was applied, not the edit.
+				var edited Object
+				if err := json.Unmarshal(b, &edited); err != nil {
+					t.Fatal(err)
+				}
+				edited.Metadata.Annotations = observed.Metadata.Annotations
+				if kept, _ := json.Marshal(ct.answer(ct.kept("alpha", &edited))); string(kept) != string(answered) {
+					t.Errorf("kept after a hand edit:\n%s\nwant what was applied:\n%s", kept, answered)
 				}
 			})
 		}

@@ -2,6 +2,7 @@ package teamspace
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -51,6 +52,15 @@ func seed(pods, cpu, defaultCPU string) Spec {
 	return Spec{Pods: pods, CPU: cpu, DefaultRequestCPU: defaultCPU, PodSecurity: DefaultPodSecurity, NetworkIsolation: true}
 }
 
+// manyOwners is a spec with n User owners u0, u1, ...
+func manyOwners(n int) string {
+	owners := make([]string, n)
+	for i := range owners {
+		owners[i] = fmt.Sprintf(`{"kind":"User","name":"u%d"}`, i)
+	}
+	return `{"pods":1,"owners":[` + strings.Join(owners, ",") + `]}`
+}
+
 func TestParseSpec(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -92,6 +102,15 @@ func TestParseSpec(t *testing.T) {
 		{name: "user with namespace", raw: `{"pods":1,"owners":[{"kind":"User","name":"ann","namespace":"x"}]}`, wantErr: []string{"spec.owners[0].namespace is only allowed"}},
 		{name: "duplicate owners", raw: `{"pods":1,"owners":[{"kind":"User","name":"ann"},{"kind":"User","name":"ann"}]}`, wantErr: []string{`spec.owners[1].name "ann" is already spec.owners[0]'s`}},
 		{name: "same name for two kinds", raw: `{"pods":1,"owners":[{"kind":"User","name":"ci"},{"kind":"ServiceAccount","name":"ci","namespace":"x"}]}`, wantErr: []string{`spec.owners[1].name "ci" is already spec.owners[0]'s`}},
+		{name: "owners: 32 is the most", raw: manyOwners(MaxOwners), want: func() Spec {
+			s := seed("1", "1", "1")
+			for i := range MaxOwners {
+				s.Owners = append(s.Owners, Owner{Kind: "User", Name: fmt.Sprintf("u%d", i)})
+			}
+			return s
+		}()},
+		{name: "owners: 33 are too many", raw: manyOwners(MaxOwners + 1), wantErr: []string{"spec.owners has 33 entries, at most 32"}},
+		{name: "service account name invalid", raw: `{"pods":1,"owners":[{"kind":"ServiceAccount","name":"CI!","namespace":"tools"}]}`, wantErr: []string{`spec.owners[0].name "CI!" is not a ServiceAccount name`}},
 		{name: "owners not a list", raw: `{"pods":1,"owners":{"kind":"User"}}`, wantErr: []string{"spec.owners must be a list"}},
 		{name: "defaults.cpu above cpu", raw: `{"pods":4,"cpu":"1","defaults":{"cpu":"2"}}`, wantErr: []string{"spec.defaults.cpu \"2\" must not exceed spec.cpu"}},
 		{name: "defaults.cpu zero", raw: `{"pods":4,"defaults":{"cpu":"0"}}`, wantErr: []string{"spec.defaults.cpu \"0\" must be positive"}},

@@ -291,3 +291,27 @@ func unstructuredHard(obj map[string]any) (corev1.ResourceList, bool) {
 	}
 	return out, true
 }
+
+// TestReadyMessage has a row per part of the Ready message, each child
+// type's.
+func TestReadyMessage(t *testing.T) {
+	tests := []struct {
+		name, spec, want string
+	}{
+		{name: "seed", spec: `{"pods": 4}`,
+			want: "namespace team-alpha is Active (pod security baseline) with quota pods=4, requests.cpu=1, default request cpu=250m, ingress only from the namespace"},
+		{name: "memory, one owner, no isolation", spec: `{"pods": 2, "cpu": "0.5", "memory": "1Gi", "podSecurity": "restricted", "networkIsolation": false, "owners": [{"kind": "User", "name": "ann"}]}`,
+			want: "namespace team-alpha is Active (pod security restricted) with quota pods=2, requests.cpu=500m, requests.memory=1Gi, default request cpu=250m, memory=512Mi, 1 owner(s) bound to ClusterRole admin"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			spec, err := ParseSpec([]byte(tt.spec))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, readyMessage("alpha", spec)); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
