@@ -293,7 +293,7 @@ up() {
 	# The platform limits, as install.sh applies them: the policy always,
 	# the ConfigMap (in teamspace-system) only when missing.
 	kubectl create namespace teamspace-system --dry-run=client -o yaml | kubectl apply -f - >&2
-	kubectl apply -f "$repo/hack/deploy/limits.yaml" -f "$repo/hack/deploy/namespaces.yaml" >&2
+	kubectl apply -f "$repo/hack/deploy/limits.yaml" -f "$repo/hack/deploy/namespaces.yaml" -f "$repo/hack/deploy/owner-access.yaml" >&2
 	ensure_limits_config kubectl
 	apply_requested_by kubectl
 	kubectl wait --for=condition=Established --timeout=60s \

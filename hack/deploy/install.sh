@@ -209,9 +209,9 @@ apply() { kc apply --server-side --force-conflicts --field-manager=teamspace-ins
 
 say "applying Metacontroller's CRDs from $METACONTROLLER_CRDS"
 apply -f "$METACONTROLLER_CRDS" >&2
-say "applying $repo/crd.yaml, $deploy_dir/rbac.yaml, $deploy_dir/roles.yaml and the admission policies ($deploy_dir/guardrails.yaml, limits.yaml, namespaces.yaml)"
+say "applying $repo/crd.yaml, $deploy_dir/rbac.yaml, $deploy_dir/roles.yaml and the admission policies ($deploy_dir/guardrails.yaml, limits.yaml, namespaces.yaml, owner-access.yaml)"
 apply -f "$repo/crd.yaml" -f "$deploy_dir/rbac.yaml" -f "$deploy_dir/roles.yaml" -f "$deploy_dir/guardrails.yaml" \
-	-f "$deploy_dir/limits.yaml" -f "$deploy_dir/namespaces.yaml" >&2
+	-f "$deploy_dir/limits.yaml" -f "$deploy_dir/namespaces.yaml" -f "$deploy_dir/owner-access.yaml" >&2
 say "team-* namespaces: only the engine (ServiceAccount $TS_NAMESPACE/$TS_SERVICE_ACCOUNT, ClusterRole teamspace-metacontroller), system:masters and holders of ClusterRole teamspace-team-namespaces may create them"
 ensure_limits_config kc
 apply_requested_by kc

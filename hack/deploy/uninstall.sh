@@ -164,7 +164,7 @@ EOF
 	say "DELETING CRD $TS_CRD (annotated $TS_ALLOW_DELETE=true first, as the guard rails require)"
 	kc annotate --overwrite crd "$TS_CRD" "$TS_ALLOW_DELETE=true" >&2
 	del crd "$TS_CRD"
-	del -f "$deploy_dir/guardrails.yaml" -f "$deploy_dir/limits.yaml" -f "$deploy_dir/limits-config.yaml" -f "$deploy_dir/namespaces.yaml"
+	del -f "$deploy_dir/guardrails.yaml" -f "$deploy_dir/limits.yaml" -f "$deploy_dir/limits-config.yaml" -f "$deploy_dir/namespaces.yaml" -f "$deploy_dir/owner-access.yaml"
 	del -f "$deploy_dir/requested-by.yaml" 2>/dev/null || true # absent before Kubernetes 1.36
 elif [[ -n $have_crd ]]; then
 	busy=$(deleting)

@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/labhub/teamspace/hook/teamspace"
 	"github.com/labhub/teamspace/tests/golden"
 )
 
@@ -93,6 +95,10 @@ func checkChildren(t *testing.T, body []byte) {
 		case "LimitRange", "RoleBinding", "NetworkPolicy":
 			if errs := validation.IsDNS1123Label(c.Metadata.Namespace); len(errs) > 0 {
 				t.Fatalf("%s namespace %q: %v", c.Kind, c.Metadata.Namespace, errs)
+			}
+		case "ClusterRole", "ClusterRoleBinding":
+			if c.Metadata.Namespace != "" || !strings.HasPrefix(c.Metadata.Name, teamspace.OwnerAccessPrefix) {
+				t.Fatalf("%s %s/%s: want cluster-scoped and named %s<TeamSpace>", c.Kind, c.Metadata.Namespace, c.Metadata.Name, teamspace.OwnerAccessPrefix)
 			}
 		default:
 			t.Fatalf("unexpected child kind %q", c.Kind)

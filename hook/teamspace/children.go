@@ -21,6 +21,8 @@ var childTypes = []*childType{
 	limitRangeType,
 	roleBindingType,
 	networkPolicyType,
+	ownerRoleType,
+	ownerBindingType,
 }
 
 // childType is one kind of child: how the engine keys it, how it is built

@@ -14,8 +14,10 @@ import (
 
 // The API this hook serves and the children it manages.
 const (
-	APIVersion = "platform.labhub.io/v1alpha1"
-	Kind       = "TeamSpace"
+	APIVersion = Group + "/v1alpha1"
+	// Group is the API group of TeamSpaces.
+	Group = "platform.labhub.io"
+	Kind  = "TeamSpace"
 
 	// NamespacePrefix + name is the team's namespace.
 	NamespacePrefix = "team-"
@@ -67,6 +69,7 @@ type Object struct {
 	Spec       json.RawMessage `json:"spec,omitempty"`
 	RoleRef    json.RawMessage `json:"roleRef,omitempty"`
 	Subjects   json.RawMessage `json:"subjects,omitempty"`
+	Rules      json.RawMessage `json:"rules,omitempty"`
 	Status     struct {
 		Phase string `json:"phase"`
 	} `json:"status"`

@@ -116,18 +116,24 @@ var roleBindingType = &childType{
 		rb := obj.(*rbacv1.RoleBinding)
 		return &rbacv1.RoleBinding{RoleRef: rb.RoleRef, Subjects: rb.Subjects}
 	},
-	busy: func(ref string, spec Spec, observed *Object) string {
-		if _, strangers := strangerSubjects(ownerSubjects(spec.Owners), observed); len(strangers) > 0 {
-			return fmt.Sprintf("RoleBinding %s has subjects the spec does not list (%s), removing them", ref, strings.Join(strangers, ", "))
-		}
-		return ""
-	},
+	busy: strangersBusy("RoleBinding"),
 	ready: func(_ string, spec Spec) string {
 		if n := len(spec.Owners); n > 0 {
 			return fmt.Sprintf(", %d owner(s) bound to ClusterRole %s", n, OwnerRole)
 		}
 		return ""
 	},
+}
+
+// strangersBusy reports a binding's subjects added by hand while they are
+// being removed (see strangerSubjects).
+func strangersBusy(kind string) func(ref string, spec Spec, observed *Object) string {
+	return func(ref string, spec Spec, observed *Object) string {
+		if _, strangers := strangerSubjects(ownerSubjects(spec.Owners), observed); len(strangers) > 0 {
+			return fmt.Sprintf("%s %s has subjects the spec does not list (%s), removing them", kind, ref, strings.Join(strangers, ", "))
+		}
+		return ""
+	}
 }
 
 // ownerSubjects are the owners as RoleBinding subjects, written as the API
@@ -177,7 +183,9 @@ func strangerSubjects(desired []rbacv1.Subject, observed *Object) ([]rbacv1.Subj
 		return desired, nil
 	}
 	recorded := map[string]bool{}
-	var applied rbacv1.RoleBinding
+	var applied struct {
+		Subjects []rbacv1.Subject `json:"subjects"`
+	}
 	if last, ok := observed.Metadata.Annotations[LastAppliedAnnotation]; ok && json.Unmarshal([]byte(last), &applied) == nil {
 		for _, s := range applied.Subjects {
 			recorded[s.Name] = true

@@ -117,6 +117,21 @@ func roleBinding(users ...string) *Object {
 	return o
 }
 
+// ownerRole and ownerBinding are the owners' ClusterRole and binding of
+// alpha, the binding with the given Users.
+func ownerRole() *Object {
+	o := inside("ClusterRole", OwnerAccessName("alpha"), `{"rules":[{"apiGroups":["platform.labhub.io"],"resources":["teamspaces"],"resourceNames":["alpha"],"verbs":["get","watch"]}]}`)
+	o.Metadata.Namespace = ""
+	return o
+}
+
+func ownerBinding(users ...string) *Object {
+	o := roleBinding(users...)
+	o.Kind, o.Metadata.Name, o.Metadata.Namespace = "ClusterRoleBinding", OwnerAccessName("alpha"), ""
+	o.RoleRef = json.RawMessage(`{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"` + OwnerAccessName("alpha") + `"}`)
+	return o
+}
+
 // keyOf is the engine's key of a child type by kind.
 func keyOf(kind string) string {
 	for _, t := range childTypes {
@@ -155,8 +170,9 @@ func request(spec string, related *Object, children ...*Object) *Request {
 func TestSyncReasons(t *testing.T) {
 	const spec = `{"pods": 4, "cpu": "0.5"}`
 	const owned = `{"pods": 4, "cpu": "0.5", "owners": [{"kind": "User", "name": "ann"}]}`
-	const ns, rq, lr, rb, np = "Namespace", "ResourceQuota pods=4, requests.cpu=500m", "LimitRange", "RoleBinding", "NetworkPolicy"
+	const ns, rq, lr, rb, np, cr, crb = "Namespace", "ResourceQuota pods=4, requests.cpu=500m", "LimitRange", "RoleBinding", "NetworkPolicy", "ClusterRole", "ClusterRoleBinding"
 	all := []string{ns, rq, lr, np}
+	owners := []string{ns, rq, lr, rb, np, cr, crb}
 	// steady is every child of spec as desired; with replaces one by kind.
 	steady := func(replace ...*Object) []*Object {
 		out := []*Object{namespace(), quota(hard("4", "500m")), limitRange("125m"), networkPolicy(isolated)}
@@ -189,8 +205,8 @@ func TestSyncReasons(t *testing.T) {
 			wantChildren: all, wantStatus: metav1.ConditionTrue, wantReason: ReasonReady},
 		{name: "Ready: observed quota in another spelling", req: request(spec, nil, steady(quota(hard("4", "0.5")))...),
 			wantChildren: all, wantStatus: metav1.ConditionTrue, wantReason: ReasonReady},
-		{name: "Ready: with owners", req: request(owned, nil, append(steady(), roleBinding("ann"))...),
-			wantChildren: []string{ns, rq, lr, rb, np}, wantStatus: metav1.ConditionTrue, wantReason: ReasonReady},
+		{name: "Ready: with owners", req: request(owned, nil, append(steady(), roleBinding("ann"), ownerRole(), ownerBinding("ann"))...),
+			wantChildren: owners, wantStatus: metav1.ConditionTrue, wantReason: ReasonReady},
 		{name: "NamespacePending: nothing observed", req: request(spec, nil),
 			wantChildren: []string{ns}, wantStatus: metav1.ConditionFalse, wantReason: ReasonNamespacePending},
 		{name: "NamespacePending: own namespace seen only as related", req: request(spec, namespace(controlledBy(fixtureUID))),
@@ -221,12 +237,26 @@ func TestSyncReasons(t *testing.T) {
 			wantChildren: all, wantStatus: metav1.ConditionFalse, wantReason: ReasonNetworkPolicyPending},
 		{name: "NetworkPolicyOutOfDate: ingress opened", req: request(spec, nil, steady(networkPolicy(`[{}]`))...),
 			wantChildren: all, wantStatus: metav1.ConditionFalse, wantReason: ReasonNetworkPolicyOutOfDate},
-		{name: "RoleBindingPending", req: request(owned, nil, steady()...),
-			wantChildren: []string{ns, rq, lr, rb, np}, wantStatus: metav1.ConditionFalse, wantReason: ReasonRoleBindingPending},
-		{name: "RoleBindingOutOfDate: a subject added by hand", req: request(owned, nil, append(steady(), roleBinding("ann", "mallory"))...),
-			wantChildren: []string{ns, rq, lr, rb, np}, wantStatus: metav1.ConditionFalse, wantReason: ReasonRoleBindingOutOfDate},
-		{name: "RoleBindingOutOfDate: owner missing", req: request(owned, nil, append(steady(), roleBinding("bob"))...),
-			wantChildren: []string{ns, rq, lr, rb, np}, wantStatus: metav1.ConditionFalse, wantReason: ReasonRoleBindingOutOfDate},
+		{name: "RoleBindingPending", req: request(owned, nil, append(steady(), ownerRole(), ownerBinding("ann"))...),
+			wantChildren: owners, wantStatus: metav1.ConditionFalse, wantReason: ReasonRoleBindingPending},
+		{name: "RoleBindingOutOfDate: a subject added by hand", req: request(owned, nil, append(steady(), roleBinding("ann", "mallory"), ownerRole(), ownerBinding("ann"))...),
+			wantChildren: owners, wantStatus: metav1.ConditionFalse, wantReason: ReasonRoleBindingOutOfDate},
+		{name: "RoleBindingOutOfDate: owner missing", req: request(owned, nil, append(steady(), roleBinding("bob"), ownerRole(), ownerBinding("ann"))...),
+			wantChildren: owners, wantStatus: metav1.ConditionFalse, wantReason: ReasonRoleBindingOutOfDate},
+		{name: "ClusterRolePending", req: request(owned, nil, append(steady(), roleBinding("ann"))...),
+			wantChildren: owners, wantStatus: metav1.ConditionFalse, wantReason: ReasonClusterRolePending},
+		{name: "ClusterRoleOutOfDate: list added by hand", req: request(owned, nil, append(steady(), roleBinding("ann"), ownerBinding("ann"), func() *Object {
+			o := ownerRole()
+			o.Rules = json.RawMessage(`[{"apiGroups":["platform.labhub.io"],"resources":["teamspaces"],"resourceNames":["alpha"],"verbs":["get","watch","list"]}]`)
+			return o
+		}())...),
+			wantChildren: owners, wantStatus: metav1.ConditionFalse, wantReason: ReasonClusterRoleOutOfDate},
+		{name: "ClusterRoleBindingPending", req: request(owned, nil, append(steady(), roleBinding("ann"), ownerRole())...),
+			wantChildren: owners, wantStatus: metav1.ConditionFalse, wantReason: ReasonClusterRoleBindingPending},
+		{name: "ClusterRoleBindingOutOfDate: a removed owner still bound", req: request(owned, nil, append(steady(), roleBinding("ann"), ownerRole(), ownerBinding("bob"))...),
+			wantChildren: owners, wantStatus: metav1.ConditionFalse, wantReason: ReasonClusterRoleBindingOutOfDate},
+		{name: "ChildRemoving: the owners' access when owners are removed", req: request(spec, nil, append(steady(), ownerRole(), ownerBinding("ann"))...),
+			wantChildren: all, wantStatus: metav1.ConditionFalse, wantReason: ReasonChildRemoving},
 		{name: "ChildRemoving: owners removed from the spec", req: request(spec, nil, append(steady(), roleBinding("ann"))...),
 			wantChildren: all, wantStatus: metav1.ConditionFalse, wantReason: ReasonChildRemoving},
 		{name: "ChildRemoving: networkIsolation false", req: request(`{"pods": 4, "cpu": "0.5", "networkIsolation": false}`, nil, steady()...),
@@ -301,7 +331,7 @@ func TestReadyMessage(t *testing.T) {
 		{name: "seed", spec: `{"pods": 4}`,
 			want: "namespace team-alpha is Active (pod security baseline) with quota pods=4, requests.cpu=1, default request cpu=250m, ingress only from the namespace"},
 		{name: "memory, one owner, no isolation", spec: `{"pods": 2, "cpu": "0.5", "memory": "1Gi", "podSecurity": "restricted", "networkIsolation": false, "owners": [{"kind": "User", "name": "ann"}]}`,
-			want: "namespace team-alpha is Active (pod security restricted) with quota pods=2, requests.cpu=500m, requests.memory=1Gi, default request cpu=250m, memory=512Mi, 1 owner(s) bound to ClusterRole admin"},
+			want: "namespace team-alpha is Active (pod security restricted) with quota pods=2, requests.cpu=500m, requests.memory=1Gi, default request cpu=250m, memory=512Mi, 1 owner(s) bound to ClusterRole admin, owners may read TeamSpace alpha (ClusterRole teamspace-owner-alpha)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

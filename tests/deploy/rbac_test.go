@@ -68,6 +68,11 @@ func TestRBACBounds(t *testing.T) {
 		{"create NetworkPolicies in a team namespace", []string{"create", "networkpolicies.networking.k8s.io", "-n", "team-x"}, true},
 		{"patch NetworkPolicies", []string{"patch", "networkpolicies.networking.k8s.io", "-n", "team-x"}, true},
 		{"bind ClusterRole admin", []string{"bind", "clusterroles.rbac.authorization.k8s.io/admin"}, true},
+		// The owners' ClusterRole and binding (issue #27); owner-access.yaml
+		// bounds these to one name and shape (tests/cluster
+		// TestEngineOwnerAccessBounded).
+		{"create ClusterRoles", []string{"create", "clusterroles.rbac.authorization.k8s.io"}, true},
+		{"create ClusterRoleBindings", []string{"create", "clusterrolebindings.rbac.authorization.k8s.io"}, true},
 		// Not needed, not granted.
 		{"no reading secrets anywhere", []string{"get", "secrets", "--all-namespaces"}, false},
 		{"no reading its own token secret", []string{"get", "secrets", "-n", "teamspace-system"}, false},
@@ -80,12 +85,10 @@ func TestRBACBounds(t *testing.T) {
 		{"no writing ControllerRevisions", []string{"create", "controllerrevisions.metacontroller.k8s.io", "-n", "default"}, false},
 		{"no deleting TeamSpaces", []string{"delete", "teamspaces.platform.labhub.io"}, false},
 		{"no patching TeamSpaces (it PUTs)", []string{"patch", "teamspaces.platform.labhub.io"}, false},
-		{"no RBAC writes", []string{"create", "clusterrolebindings.rbac.authorization.k8s.io"}, false},
 		{"no binding roles", []string{"bind", "clusterroles.rbac.authorization.k8s.io"}, false},
 		{"no binding cluster-admin", []string{"bind", "clusterroles.rbac.authorization.k8s.io/cluster-admin"}, false},
 		{"no binding edit", []string{"bind", "clusterroles.rbac.authorization.k8s.io/edit"}, false},
 		{"no binding namespaced roles", []string{"bind", "roles.rbac.authorization.k8s.io", "-n", "team-x"}, false},
-		{"no ClusterRoleBindings", []string{"create", "clusterrolebindings.rbac.authorization.k8s.io"}, false},
 		{"no Roles", []string{"create", "roles.rbac.authorization.k8s.io", "-n", "team-x"}, false},
 		{"no escalating ClusterRole admin", []string{"escalate", "clusterroles.rbac.authorization.k8s.io/admin"}, false},
 		{"no escalating roles", []string{"escalate", "clusterroles.rbac.authorization.k8s.io"}, false},
@@ -313,7 +316,7 @@ func TestRBACSufficient(t *testing.T) {
 			}
 			return nil
 		}},
-		{"LimitRange, RoleBinding to admin and NetworkPolicy created", 30 * time.Second, func() error {
+		{"LimitRange, RoleBinding to admin, NetworkPolicy and the owners' ClusterRoleBinding created", 30 * time.Second, func() error {
 			for _, ref := range [][]string{{"limitrange", "team-defaults"}, {"rolebinding", "team-owners"}, {"networkpolicy", "team-isolation"}} {
 				if r := kubectl(t, "-n", "team-"+ts, "get", ref[0], ref[1]); r.err != nil {
 					return fmt.Errorf("%s %s: %v", ref[0], ref[1], r)
@@ -322,6 +325,11 @@ func TestRBACSufficient(t *testing.T) {
 			r := kubectl(t, "-n", "team-"+ts, "get", "rolebinding", "team-owners", "-o", "jsonpath={.roleRef.name} {.subjects[*].name}")
 			if got := strings.TrimSpace(r.stdout); got != "admin ann ci" {
 				return fmt.Errorf("RoleBinding roleRef/subjects %q, want \"admin ann ci\"", got)
+			}
+			// The owners' access to the TeamSpace itself (issue #27).
+			r = kubectl(t, "get", "clusterrolebinding", "teamspace-owner-"+ts, "-o", "jsonpath={.roleRef.name} {.subjects[*].name}")
+			if got, want := strings.TrimSpace(r.stdout), "teamspace-owner-"+ts+" ann ci"; got != want {
+				return fmt.Errorf("ClusterRoleBinding roleRef/subjects %q, want %q (%v)", got, want, r.err)
 			}
 			return nil
 		}},

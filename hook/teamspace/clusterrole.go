@@ -1,0 +1,68 @@
+package teamspace
+
+import (
+	"fmt"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+)
+
+// OwnerAccessPrefix + name is the ClusterRole and ClusterRoleBinding that
+// let the owners of TeamSpace <name> read it (get, and watch it by name):
+// RBAC has no way to say "the TeamSpaces that list you as owner", so each
+// TeamSpace gets its own role naming it in resourceNames. list is not in
+// it: a list by name is not possible, and the list of all TeamSpaces stays
+// the requester's and the viewer's.
+const OwnerAccessPrefix = "teamspace-owner-"
+
+// OwnerAccessName is the owners' ClusterRole and ClusterRoleBinding of a
+// TeamSpace.
+func OwnerAccessName(teamspace string) string { return OwnerAccessPrefix + teamspace }
+
+// OwnerVerbs are what an owner may do with their TeamSpace.
+var OwnerVerbs = []string{"get", "watch"}
+
+// Ready reasons of the owners' ClusterRole.
+const (
+	ReasonClusterRolePending   = "ClusterRolePending"
+	ReasonClusterRoleOutOfDate = "ClusterRoleOutOfDate"
+)
+
+// ownerRoleType is the owners' ClusterRole, asked for when the spec lists
+// owners. Its rules are compared exactly: a rule added by hand is a
+// difference (the engine replaces the list, which has no merge key).
+var ownerRoleType = &childType{
+	key:             "ClusterRole.rbac.authorization.k8s.io/v1",
+	apiVersion:      rbacv1.SchemeGroupVersion.String(),
+	kind:            "ClusterRole",
+	name:            OwnerAccessName,
+	optional:        true,
+	exact:           true,
+	pendingReason:   ReasonClusterRolePending,
+	outOfDateReason: ReasonClusterRoleOutOfDate,
+	newObject:       func() object { return &rbacv1.ClusterRole{} },
+	build: func(teamspace string, spec Spec, _ *Object) object {
+		if len(spec.Owners) == 0 {
+			return nil
+		}
+		return &rbacv1.ClusterRole{Rules: []rbacv1.PolicyRule{{
+			APIGroups:     []string{Group},
+			Resources:     []string{"teamspaces"},
+			ResourceNames: []string{teamspace},
+			Verbs:         OwnerVerbs,
+		}}}
+	},
+	decode: func(o *Object) (object, error) {
+		cr := &rbacv1.ClusterRole{}
+		cr.Labels = o.Metadata.Labels
+		return cr, decodeRaw(o.Rules, &cr.Rules)
+	},
+	content: func(obj object) object {
+		return &rbacv1.ClusterRole{Rules: obj.(*rbacv1.ClusterRole).Rules}
+	},
+	ready: func(teamspace string, spec Spec) string {
+		if len(spec.Owners) > 0 {
+			return fmt.Sprintf(", owners may read TeamSpace %s (ClusterRole %s)", teamspace, OwnerAccessName(teamspace))
+		}
+		return ""
+	},
+}

@@ -1,0 +1,47 @@
+package teamspace
+
+import rbacv1 "k8s.io/api/rbac/v1"
+
+// Ready reasons of the owners' ClusterRoleBinding.
+const (
+	ReasonClusterRoleBindingPending   = "ClusterRoleBindingPending"
+	ReasonClusterRoleBindingOutOfDate = "ClusterRoleBindingOutOfDate"
+)
+
+// ownerBindingType binds the owners to their ClusterRole. Like the
+// RoleBinding, subjects added by hand are removed in two passes, and a
+// removed owner loses the access within the engine's next write.
+var ownerBindingType = &childType{
+	key:             "ClusterRoleBinding.rbac.authorization.k8s.io/v1",
+	apiVersion:      rbacv1.SchemeGroupVersion.String(),
+	kind:            "ClusterRoleBinding",
+	name:            OwnerAccessName,
+	optional:        true,
+	pendingReason:   ReasonClusterRoleBindingPending,
+	outOfDateReason: ReasonClusterRoleBindingOutOfDate,
+	newObject:       func() object { return &rbacv1.ClusterRoleBinding{} },
+	build: func(teamspace string, spec Spec, observed *Object) object {
+		if len(spec.Owners) == 0 {
+			return nil
+		}
+		subjects, _ := strangerSubjects(ownerSubjects(spec.Owners), observed)
+		return &rbacv1.ClusterRoleBinding{
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: OwnerAccessName(teamspace)},
+			Subjects: subjects,
+		}
+	},
+	decode: func(o *Object) (object, error) {
+		b := &rbacv1.ClusterRoleBinding{}
+		b.Labels = o.Metadata.Labels
+		if err := decodeRaw(o.RoleRef, &b.RoleRef); err != nil {
+			return b, err
+		}
+		return b, decodeRaw(o.Subjects, &b.Subjects)
+	},
+	content: func(obj object) object {
+		b := obj.(*rbacv1.ClusterRoleBinding)
+		return &rbacv1.ClusterRoleBinding{RoleRef: b.RoleRef, Subjects: b.Subjects}
+	},
+	busy:  strangersBusy("ClusterRoleBinding"),
+	ready: func(string, Spec) string { return "" },
+}
