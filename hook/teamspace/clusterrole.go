@@ -7,7 +7,8 @@ import (
 )
 
 // OwnerAccessPrefix + name is the ClusterRole and ClusterRoleBinding that
-// let the owners of TeamSpace <name> read it (get, and watch it by name):
+// let the owners of TeamSpace <name> read it (get, and watch it by name)
+// and change who its owners are:
 // RBAC has no way to say "the TeamSpaces that list you as owner", so each
 // TeamSpace gets its own role naming it in resourceNames. list is not in
 // it: a list by name is not possible, and the list of all TeamSpaces stays
@@ -19,7 +20,9 @@ const OwnerAccessPrefix = "teamspace-owner-"
 func OwnerAccessName(teamspace string) string { return OwnerAccessPrefix + teamspace }
 
 // OwnerVerbs are what an owner may do with their TeamSpace.
-var OwnerVerbs = []string{"get", "watch"}
+// update and patch change spec.owners only: hack/deploy/owner-access.yaml
+// (teamspace-owner-updates) refuses any other change by an owner.
+var OwnerVerbs = []string{"get", "watch", "update", "patch"}
 
 // Ready reasons of the owners' ClusterRole.
 const (
@@ -61,7 +64,7 @@ var ownerRoleType = &childType{
 	},
 	ready: func(teamspace string, spec Spec) string {
 		if len(spec.Owners) > 0 {
-			return fmt.Sprintf(", owners may read TeamSpace %s (ClusterRole %s)", teamspace, OwnerAccessName(teamspace))
+			return fmt.Sprintf(", owners may read TeamSpace %s and change its owners (ClusterRole %s)", teamspace, OwnerAccessName(teamspace))
 		}
 		return ""
 	},

@@ -120,7 +120,7 @@ func roleBinding(users ...string) *Object {
 // ownerRole and ownerBinding are the owners' ClusterRole and binding of
 // alpha, the binding with the given Users.
 func ownerRole() *Object {
-	o := inside("ClusterRole", OwnerAccessName("alpha"), `{"rules":[{"apiGroups":["platform.labhub.io"],"resources":["teamspaces"],"resourceNames":["alpha"],"verbs":["get","watch"]}]}`)
+	o := inside("ClusterRole", OwnerAccessName("alpha"), `{"rules":[{"apiGroups":["platform.labhub.io"],"resources":["teamspaces"],"resourceNames":["alpha"],"verbs":["get","watch","update","patch"]}]}`)
 	o.Metadata.Namespace = ""
 	return o
 }
@@ -331,7 +331,7 @@ func TestReadyMessage(t *testing.T) {
 		{name: "seed", spec: `{"pods": 4}`,
 			want: "namespace team-alpha is Active (pod security baseline) with quota pods=4, requests.cpu=1, default request cpu=250m, ingress only from the namespace"},
 		{name: "memory, one owner, no isolation", spec: `{"pods": 2, "cpu": "0.5", "memory": "1Gi", "podSecurity": "restricted", "networkIsolation": false, "owners": [{"kind": "User", "name": "ann"}]}`,
-			want: "namespace team-alpha is Active (pod security restricted) with quota pods=2, requests.cpu=500m, requests.memory=1Gi, default request cpu=250m, memory=512Mi, 1 owner(s) bound to ClusterRole admin, owners may read TeamSpace alpha (ClusterRole teamspace-owner-alpha)"},
+			want: "namespace team-alpha is Active (pod security restricted) with quota pods=2, requests.cpu=500m, requests.memory=1Gi, default request cpu=250m, memory=512Mi, 1 owner(s) bound to ClusterRole admin, owners may read TeamSpace alpha and change its owners (ClusterRole teamspace-owner-alpha)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -40,8 +40,9 @@ func clusterRoleJSON(name, resourceName string, verbs ...string) string {
 }
 
 // TestOwnersReadTheirOwn (issue #27): a subject in spec.owners may get and
-// watch their TeamSpace and no other, may not list TeamSpaces, and loses
-// the access when taken out of the list. The engine is stood in for by
+// watch their TeamSpace and no other, may not list TeamSpaces, may change
+// spec.owners of it and nothing else, and loses the access when taken out
+// of the list. The engine is stood in for by
 // applying the hook's own answer as the engine's ServiceAccount, so the
 // engine's RBAC and owner-access.yaml are what admits the owners' role and
 // binding.
@@ -79,12 +80,44 @@ func TestOwnersReadTheirOwn(t *testing.T) {
 		"get another's TeamSpace":  {"get", "teamspace", theirs},
 		"list TeamSpaces":          {"get", "teamspaces"},
 		"delete their TeamSpace":   {"delete", "teamspace", mine, "--dry-run=server"},
-		"change their TeamSpace":   {"patch", "teamspace", mine, "--type=merge", "-p", `{"spec":{"pods":9}}`, "--dry-run=server"},
 		"read the owners' binding": {"get", "clusterrolebinding", teamspace.OwnerAccessName(mine)},
 	} {
 		if _, err := kubectl(t, "", append(who, args...)...); err == nil || !strings.Contains(err.Error(), "forbidden") {
 			t.Errorf("an owner may %s: %v", what, err)
 		}
+	}
+
+	// Managing the team: spec.owners and nothing else.
+	teammate := `{"kind":"User","name":"` + owner + `"},{"kind":"User","name":"mate-` + sfx + `"}`
+	if _, err := kubectl(t, "", append(who, "patch", "teamspace", mine, "--type=merge", "-p", `{"spec":{"owners":[`+teammate+`]}}`)...); err != nil {
+		t.Errorf("the owner cannot add a teammate: %v", err)
+	}
+	if _, err := kubectl(t, "", append(who, "patch", "teamspace", mine, "--type=merge", "-p", `{"spec":{"owners":[{"kind":"User","name":"`+owner+`"}]}}`)...); err != nil {
+		t.Errorf("the owner cannot remove a teammate: %v", err)
+	}
+	for what, c := range map[string]struct{ patch, want string }{
+		"pods":            {`{"spec":{"pods":3}}`, "also changes spec.pods"},
+		"podSecurity":     {`{"spec":{"podSecurity":"restricted"}}`, "also changes spec.podSecurity"},
+		"owners and pods": {`{"spec":{"pods":3,"owners":[` + teammate + `]}}`, "also changes spec.pods"},
+		"a finalizer":     {`{"metadata":{"finalizers":["example.com/keep"]}}`, "also changes metadata.finalizers"},
+		"an annotation":   {`{"metadata":{"annotations":{"example.com/note":"mine"}}}`, "also changes metadata.annotations"},
+		"a label":         {`{"metadata":{"labels":{"team":"x"}}}`, "also changes metadata.labels"},
+		"defaults":        {`{"spec":{"defaults":{"cpu":"100m"}}}`, "also changes spec.defaults"},
+	} {
+		_, err := kubectl(t, "", append(who, "patch", "teamspace", mine, "--type=merge", "-p", c.patch, "--dry-run=server")...)
+		if err == nil || !strings.Contains(err.Error(), "an owner may change only spec.owners") || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("an owner changing %s: %v, want refused by teamspace-owner-updates (%q)", what, err, c.want)
+		}
+	}
+	// The requester annotation: refused (the limits policy answers first;
+	// it protects the annotation from everyone outside the platform team).
+	if _, err := kubectl(t, "", append(who, "patch", "teamspace", mine, "--type=merge", "-p", `{"metadata":{"annotations":{"platform.labhub.io/requested-by":"`+owner+`"}}}`, "--dry-run=server")...); err == nil {
+		t.Errorf("an owner may change the requester annotation")
+	}
+	// Whoever may update every TeamSpace is not held to it (the limits
+	// policy decides for them): here the admin.
+	if _, err := kubectl(t, "", "patch", "teamspace", mine, "--type=merge", "-p", `{"spec":{"pods":3}}`, "--dry-run=server"); err != nil {
+		t.Errorf("the admin cannot change pods: %v", err)
 	}
 
 	// Taken out of the list: the next answer binds only the new owner.

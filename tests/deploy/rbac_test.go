@@ -84,7 +84,7 @@ func TestRBACBounds(t *testing.T) {
 		{"no changing CompositeControllers", []string{"update", "compositecontrollers.metacontroller.k8s.io"}, false},
 		{"no writing ControllerRevisions", []string{"create", "controllerrevisions.metacontroller.k8s.io", "-n", "default"}, false},
 		{"no deleting TeamSpaces", []string{"delete", "teamspaces.platform.labhub.io"}, false},
-		{"no patching TeamSpaces (it PUTs)", []string{"patch", "teamspaces.platform.labhub.io"}, false},
+		{"patch TeamSpaces (granted to owners; it PUTs itself)", []string{"patch", "teamspaces.platform.labhub.io"}, true},
 		{"no binding roles", []string{"bind", "clusterroles.rbac.authorization.k8s.io"}, false},
 		{"no binding cluster-admin", []string{"bind", "clusterroles.rbac.authorization.k8s.io/cluster-admin"}, false},
 		{"no binding edit", []string{"bind", "clusterroles.rbac.authorization.k8s.io/edit"}, false},
