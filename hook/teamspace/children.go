@@ -25,13 +25,19 @@ var childTypes = []*childType{
 	ownerBindingType,
 }
 
+func init() {
+	for _, t := range childTypes {
+		t.key = t.kind + "." + t.apiVersion
+	}
+}
+
 // childType is one kind of child: how the engine keys it, how it is built
 // from a spec, which of its fields the hook owns and how an observed one is
 // compared with what is wanted.
 type childType struct {
-	// key is the engine's key for the type in a request's children:
-	// Kind.version for the core group, else Kind.group/version, as
-	// compositecontroller.yaml declares the type.
+	// key is the engine's key for the type in a request's children,
+	// kind.apiVersion ("Namespace.v1", "RoleBinding.rbac.authorization.k8s.io/v1");
+	// set once from kind and apiVersion (init), never written in an entry.
 	key        string
 	apiVersion string
 	kind       string
@@ -148,9 +154,11 @@ func (t *childType) desired(teamspace string, spec Spec, observed *Object) objec
 // matches reports whether an observed child holds what desired sets: every
 // label desired sets (unless labelsIgnored), and its content.
 func (t *childType) matches(desired object, o *Object) bool {
-	for k, v := range desired.GetLabels() {
-		if o.Metadata.Labels[k] != v && !t.labelsIgnored {
-			return false
+	if !t.labelsIgnored {
+		for k, v := range desired.GetLabels() {
+			if o.Metadata.Labels[k] != v {
+				return false
+			}
 		}
 	}
 	observed, err := t.decode(o)

@@ -34,7 +34,6 @@ const (
 // owners. Its rules are compared exactly: a rule added by hand is a
 // difference (the engine replaces the list, which has no merge key).
 var ownerRoleType = &childType{
-	key:             "ClusterRole.rbac.authorization.k8s.io/v1",
 	apiVersion:      rbacv1.SchemeGroupVersion.String(),
 	kind:            "ClusterRole",
 	name:            OwnerAccessName,

@@ -12,7 +12,6 @@ const (
 // RoleBinding, subjects added by hand are removed in two passes, and a
 // removed owner loses the access within the engine's next write.
 var ownerBindingType = &childType{
-	key:             "ClusterRoleBinding.rbac.authorization.k8s.io/v1",
 	apiVersion:      rbacv1.SchemeGroupVersion.String(),
 	kind:            "ClusterRoleBinding",
 	name:            OwnerAccessName,
@@ -24,19 +23,15 @@ var ownerBindingType = &childType{
 		if len(spec.Owners) == 0 {
 			return nil
 		}
-		subjects, _ := strangerSubjects(ownerSubjects(spec.Owners), observed)
 		return &rbacv1.ClusterRoleBinding{
 			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: OwnerAccessName(teamspace)},
-			Subjects: subjects,
+			Subjects: boundOwners(spec, observed),
 		}
 	},
 	decode: func(o *Object) (object, error) {
 		b := &rbacv1.ClusterRoleBinding{}
 		b.Labels = o.Metadata.Labels
-		if err := decodeRaw(o.RoleRef, &b.RoleRef); err != nil {
-			return b, err
-		}
-		return b, decodeRaw(o.Subjects, &b.Subjects)
+		return b, decodeBinding(o, &b.RoleRef, &b.Subjects)
 	},
 	content: func(obj object) object {
 		b := obj.(*rbacv1.ClusterRoleBinding)

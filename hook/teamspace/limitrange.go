@@ -99,7 +99,6 @@ func overrideWithin(s string, total resource.Quantity, totalField string) (strin
 // default limit: a default limit below a request the user sets would make
 // the pod invalid.
 var limitRangeType = &childType{
-	key:             "LimitRange.v1",
 	apiVersion:      "v1",
 	kind:            "LimitRange",
 	name:            func(string) string { return LimitRangeName },

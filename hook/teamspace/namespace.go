@@ -30,7 +30,6 @@ const (
 // the Pod Security level it enforces (always the latest version of the
 // standard). The engine adds its ownerReference and controller-uid label.
 var namespaceType = &childType{
-	key:             "Namespace.v1",
 	apiVersion:      "v1",
 	kind:            "Namespace",
 	name:            NamespaceName,

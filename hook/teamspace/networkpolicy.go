@@ -20,7 +20,6 @@ const (
 // ingress only from pods of the same namespace (a podSelector peer without
 // a namespaceSelector means this namespace). Egress is not restricted.
 var networkPolicyType = &childType{
-	key:             "NetworkPolicy.networking.k8s.io/v1",
 	apiVersion:      networkingv1.SchemeGroupVersion.String(),
 	kind:            "NetworkPolicy",
 	name:            func(string) string { return NetworkPolicyName },

@@ -24,7 +24,6 @@ var hardKeys = []corev1.ResourceName{corev1.ResourcePods, corev1.ResourceRequest
 // keeps them); a requests.memory the spec no longer sets is a difference,
 // which the engine removes.
 var quotaType = &childType{
-	key:             "ResourceQuota.v1",
 	apiVersion:      "v1",
 	kind:            "ResourceQuota",
 	name:            func(string) string { return QuotaName },

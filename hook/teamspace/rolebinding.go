@@ -85,7 +85,6 @@ func parseOwners(raw json.RawMessage) ([]Owner, []string) {
 // OwnerRole in the team namespace, asked for only when the spec lists
 // owners.
 var roleBindingType = &childType{
-	key:             "RoleBinding.rbac.authorization.k8s.io/v1",
 	apiVersion:      rbacv1.SchemeGroupVersion.String(),
 	kind:            "RoleBinding",
 	name:            func(string) string { return RoleBindingName },
@@ -98,19 +97,15 @@ var roleBindingType = &childType{
 		if len(spec.Owners) == 0 {
 			return nil
 		}
-		subjects, _ := strangerSubjects(ownerSubjects(spec.Owners), observed)
 		return &rbacv1.RoleBinding{
 			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: OwnerRole},
-			Subjects: subjects,
+			Subjects: boundOwners(spec, observed),
 		}
 	},
 	decode: func(o *Object) (object, error) {
 		rb := &rbacv1.RoleBinding{}
 		rb.Labels = o.Metadata.Labels
-		if err := decodeRaw(o.RoleRef, &rb.RoleRef); err != nil {
-			return rb, err
-		}
-		return rb, decodeRaw(o.Subjects, &rb.Subjects)
+		return rb, decodeBinding(o, &rb.RoleRef, &rb.Subjects)
 	},
 	content: func(obj object) object {
 		rb := obj.(*rbacv1.RoleBinding)
@@ -125,12 +120,29 @@ var roleBindingType = &childType{
 	},
 }
 
+// The owners' two bindings (team-owners and teamspace-owner-<name>) share
+// what follows: their subjects, how they are read, and hand-added subjects.
+
+// boundOwners are the subjects a binding of the owners answers: the owners,
+// and while being removed the subjects added by hand (see strangerSubjects).
+func boundOwners(spec Spec, observed *Object) []rbacv1.Subject {
+	return strangerSubjects(ownerSubjects(spec.Owners), observed)
+}
+
+// decodeBinding reads an observed binding's roleRef and subjects.
+func decodeBinding(o *Object, roleRef *rbacv1.RoleRef, subjects *[]rbacv1.Subject) error {
+	if err := decodeRaw(o.RoleRef, roleRef); err != nil {
+		return err
+	}
+	return decodeRaw(o.Subjects, subjects)
+}
+
 // strangersBusy reports a binding's subjects added by hand while they are
 // being removed (see strangerSubjects).
 func strangersBusy(kind string) func(ref string, spec Spec, observed *Object) string {
 	return func(ref string, spec Spec, observed *Object) string {
-		if _, strangers := strangerSubjects(ownerSubjects(spec.Owners), observed); len(strangers) > 0 {
-			return fmt.Sprintf("%s %s has subjects the spec does not list (%s), removing them", kind, ref, strings.Join(strangers, ", "))
+		if _, names := strangers(ownerSubjects(spec.Owners), observed); len(names) > 0 {
+			return fmt.Sprintf("%s %s has subjects the spec does not list (%s), removing them", kind, ref, strings.Join(names, ", "))
 		}
 		return ""
 	}
@@ -159,11 +171,34 @@ func ownerSubjects(owners []Owner) []rbacv1.Subject {
 // for ever. They are removed in two passes: while the last-applied copy
 // lacks one of them the answer includes them all (the engine records them,
 // an annotation-only write), and once it holds them the answer drops them
-// and the merge deletes them. It returns the subjects to answer and the
-// names being removed.
-func strangerSubjects(desired []rbacv1.Subject, observed *Object) ([]rbacv1.Subject, []string) {
+// and the merge deletes them. It returns the subjects to answer.
+func strangerSubjects(desired []rbacv1.Subject, observed *Object) []rbacv1.Subject {
+	extra, names := strangers(desired, observed)
+	if len(extra) == 0 {
+		return desired
+	}
+	recorded := map[string]bool{}
+	var applied struct {
+		Subjects []rbacv1.Subject `json:"subjects"`
+	}
+	if last, ok := observed.Metadata.Annotations[LastAppliedAnnotation]; ok && json.Unmarshal([]byte(last), &applied) == nil {
+		for _, s := range applied.Subjects {
+			recorded[s.Name] = true
+		}
+	}
+	for _, n := range names {
+		if !recorded[n] {
+			return append(append([]rbacv1.Subject{}, desired...), extra...)
+		}
+	}
+	return desired
+}
+
+// strangers are the live subjects of an observed binding (nil: none) that
+// desired does not name, and their names.
+func strangers(desired []rbacv1.Subject, observed *Object) ([]rbacv1.Subject, []string) {
 	if observed == nil {
-		return desired, nil
+		return nil, nil
 	}
 	wanted := map[string]bool{}
 	for _, s := range desired {
@@ -179,22 +214,5 @@ func strangerSubjects(desired []rbacv1.Subject, observed *Object) ([]rbacv1.Subj
 			names = append(names, s.Name)
 		}
 	}
-	if len(extra) == 0 {
-		return desired, nil
-	}
-	recorded := map[string]bool{}
-	var applied struct {
-		Subjects []rbacv1.Subject `json:"subjects"`
-	}
-	if last, ok := observed.Metadata.Annotations[LastAppliedAnnotation]; ok && json.Unmarshal([]byte(last), &applied) == nil {
-		for _, s := range applied.Subjects {
-			recorded[s.Name] = true
-		}
-	}
-	for _, n := range names {
-		if !recorded[n] {
-			return append(append([]rbacv1.Subject{}, desired...), extra...), names
-		}
-	}
-	return desired, names
+	return extra, names
 }
