@@ -178,3 +178,74 @@ func TestEngineOwnerAccessBounded(t *testing.T) {
 		t.Errorf("the engine may not create the owners' binding of the right shape: %v", err)
 	}
 }
+
+// TestOwnersWideSubjects (issue #27): an owner who writes a group of
+// everybody (system:authenticated) or of the admins (system:masters) into
+// spec.owners gives those subjects what an owner has and nothing more.
+// Every authenticated user may then read that one TeamSpace and change its
+// owners, and no more than an owner: no list, no other TeamSpace, no other
+// field, no delete, no create; and the owner who named system:masters is
+// not one of them by it.
+func TestOwnersWideSubjects(t *testing.T) {
+	installOwnerAccess(t)
+	sfx := suffix(t, 6)
+	owner, anyone := "owner-"+sfx, "anyone-"+sfx
+	wide, other := "wide-"+sfx, "other-"+sfx
+	spec := func(owners ...map[string]any) map[string]any {
+		var list []any
+		for _, o := range owners {
+			list = append(list, o)
+		}
+		return map[string]any{"pods": 2, "cpu": "1", "memory": "1Gi", "owners": list}
+	}
+	user := func(name string) map[string]any { return map[string]any{"kind": "User", "name": name} }
+	group := func(name string) map[string]any { return map[string]any{"kind": "Group", "name": name} }
+	for name, s := range map[string]map[string]any{
+		wide:  spec(user(owner), group("system:authenticated"), group("system:masters")),
+		other: spec(user("someone-else-" + sfx)),
+	} {
+		if err := createAs(t, nil, name, s); err != nil {
+			t.Fatal(err)
+		}
+		deleteOnCleanup(t, "clusterrole", teamspace.OwnerAccessName(name))
+		deleteOnCleanup(t, "clusterrolebinding", teamspace.OwnerAccessName(name))
+		engineStandIn(t, name)
+	}
+	// Impersonating a user without groups makes them system:authenticated,
+	// as a real login does.
+	for _, who := range [][]string{as(anyone), as(owner)} {
+		if _, err := kubectl(t, "", append(who, "get", "teamspace", wide)...); err != nil {
+			t.Errorf("%s cannot get TeamSpace %s: %v", who[0], wide, err)
+		}
+		for what, args := range map[string][]string{
+			"list TeamSpaces":            {"get", "teamspaces"},
+			"get another TeamSpace":      {"get", "teamspace", other},
+			"delete the TeamSpace":       {"delete", "teamspace", wide, "--dry-run=server"},
+			"create a TeamSpace":         {"create", "--dry-run=server", "-f", "-"},
+			"read a secret elsewhere":    {"get", "secrets", "-n", "kube-system"},
+			"bind cluster-admin":         {"create", "clusterrolebinding", "mine-" + sfx, "--clusterrole=cluster-admin", "--user=" + anyone, "--dry-run=server"},
+			"write the TeamSpace status": {"patch", "teamspace", wide, "--subresource=status", "--type=merge", "-p", `{"status":{"observedGeneration":1}}`, "--dry-run=server"},
+		} {
+			stdin := ""
+			if what == "create a TeamSpace" {
+				stdin = teamSpace("mine-"+sfx, map[string]any{"pods": 1})
+			}
+			if _, err := kubectl(t, stdin, append(who, args...)...); err == nil || !strings.Contains(err.Error(), "forbidden") {
+				t.Errorf("%s, through owners naming system:authenticated and system:masters, may %s: %v", who[0], what, err)
+			}
+		}
+		// Privileged is refused by the limits too; within the limits, a
+		// change of pods is refused by the owners' policy alone.
+		if _, err := kubectl(t, "", append(who, "patch", "teamspace", wide, "--type=merge", "-p", `{"spec":{"podSecurity":"privileged"}}`, "--dry-run=server")...); err == nil || !strings.Contains(err.Error(), "denied request") {
+			t.Errorf("%s making TeamSpace %s privileged: %v, want refused", who[0], wide, err)
+		}
+		_, err := kubectl(t, "", append(who, "patch", "teamspace", wide, "--type=merge", "-p", `{"spec":{"pods":1}}`, "--dry-run=server")...)
+		if err == nil || !strings.Contains(err.Error(), "an owner may change only spec.owners") {
+			t.Errorf("%s changing pods of TeamSpace %s: %v, want refused by teamspace-owner-updates", who[0], wide, err)
+		}
+	}
+	// What they do get is an owner's: changing the owners.
+	if _, err := kubectl(t, "", append(as(anyone), "patch", "teamspace", wide, "--type=merge", "-p", `{"spec":{"owners":[{"kind":"User","name":"`+owner+`"},{"kind":"Group","name":"system:authenticated"}]}}`)...); err != nil {
+		t.Errorf("any authenticated user, an owner through system:authenticated, cannot change the owners: %v", err)
+	}
+}
