@@ -651,3 +651,112 @@ func stepLimits(t *testing.T, w *walk) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// stepOwners: the owners' own access (issue #27) on the real engine, through
+// clients impersonating them. ann, alpha's owner since step 5c, gets and
+// watches alpha but may not list TeamSpaces or read another; she adds bob,
+// and bob may read alpha once the engine has written the binding; she may
+// not change pods or delete alpha. Then revocation, timed from the
+// owners' patch to the first forbidden answer, polling every 10 ms: bob
+// taken out of the list (the binding rewritten), and then the list emptied
+// (role and binding deleted). Each must take at most a second. ann is
+// owner again at the end.
+func stepOwners(t *testing.T, w *walk) {
+	const alpha = "alpha"
+	client := func(user string) dynamic.ResourceInterface {
+		cfg := rest.CopyConfig(w.cfg)
+		cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+		return dynamic.NewForConfigOrDie(cfg).Resource(teamSpaces)
+	}
+	ann, bob := client("ann"), client("bob")
+	owners := func(users ...string) string {
+		var list []map[string]string
+		for _, u := range users {
+			list = append(list, map[string]string{"kind": "User", "name": u})
+		}
+		b, _ := json.Marshal(map[string]any{"spec": map[string]any{"owners": list}})
+		return string(b)
+	}
+	mayGet := func(ts dynamic.ResourceInterface) error {
+		_, err := ts.Get(w.ctx, alpha, metav1.GetOptions{})
+		return err
+	}
+	w.poll(t, "ann may get alpha", func() bool { return mayGet(ann) == nil })
+
+	watcher, err := ann.Watch(w.ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + alpha})
+	if err != nil {
+		t.Fatalf("ann watching alpha: %v", err)
+	}
+	select {
+	case e := <-watcher.ResultChan():
+		if e.Type != watch.Added {
+			t.Errorf("ann's watch of alpha began with %s %v, want ADDED", e.Type, e.Object)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("ann's watch of alpha sent nothing in 10 s")
+	}
+	watcher.Stop()
+	_, listErr := ann.List(w.ctx, metav1.ListOptions{})
+	_, otherErr := ann.Get(w.ctx, "gamma", metav1.GetOptions{})
+	for what, err := range map[string]error{"list TeamSpaces": listErr, "get TeamSpace gamma": otherErr} {
+		if !apierrors.IsForbidden(err) {
+			t.Errorf("owner ann may %s: %v", what, err)
+		}
+	}
+	_, podsErr := ann.Patch(w.ctx, alpha, types.MergePatchType, []byte(`{"spec":{"pods":50}}`), metav1.PatchOptions{})
+	if podsErr == nil || !strings.Contains(podsErr.Error(), "an owner may change only spec.owners") {
+		t.Errorf("owner ann raising alpha's pods: %v, want refused by teamspace-owner-updates", podsErr)
+	}
+	deleteErr := ann.Delete(w.ctx, alpha, metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
+	if !apierrors.IsForbidden(deleteErr) {
+		t.Errorf("owner ann deleting alpha: %v, want Forbidden", deleteErr)
+	}
+
+	// timed patches alpha's owners as patcher and returns how long until
+	// cond held, polled every 10 ms for at most 10 s.
+	timed := func(patcher dynamic.ResourceInterface, patch, desc string, cond func() bool) time.Duration {
+		t0 := time.Now()
+		if _, err := patcher.Patch(w.ctx, alpha, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			t.Fatalf("patching alpha's owners with %s: %v", patch, err)
+		}
+		for !cond() {
+			if time.Since(t0) > 10*time.Second {
+				t.Fatalf("%s: not within 10 s", desc)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		return time.Since(t0)
+	}
+	granted := timed(ann, owners("ann", "bob"), "bob may get alpha", func() bool { return mayGet(bob) == nil })
+	w.poll(t, "alpha Ready with owners ann and bob", func() bool { return w.observedCurrent(alpha) && w.ready(alpha) })
+	revoked := timed(ann, owners("ann"), "bob forbidden", func() bool { return apierrors.IsForbidden(mayGet(bob)) })
+	w.poll(t, "alpha Ready with owner ann", func() bool { return w.observedCurrent(alpha) && w.ready(alpha) })
+	// Emptying the list leaves no owner who could: the admin does it.
+	emptied := timed(w.dyn.Resource(teamSpaces), `{"spec":{"owners":[]}}`, "ann forbidden", func() bool { return apierrors.IsForbidden(mayGet(ann)) })
+	w.poll(t, "alpha Ready without owners", func() bool { return w.observedCurrent(alpha) && w.ready(alpha) })
+	_, roleErr := w.kube.RbacV1().ClusterRoles().Get(w.ctx, "teamspace-owner-"+alpha, metav1.GetOptions{})
+	if !apierrors.IsNotFound(roleErr) {
+		t.Errorf("ClusterRole teamspace-owner-%s without owners: %v, want NotFound", alpha, roleErr)
+	}
+	for what, d := range map[string]time.Duration{"bob, taken out of the owners,": revoked, "ann, the owners emptied,": emptied} {
+		if d > time.Second {
+			t.Errorf("%s could still read alpha for %s, want at most a second", what, d.Round(time.Millisecond))
+		}
+	}
+	w.patchTeamSpace(t, alpha, owners("ann"))
+	w.poll(t, "ann may get alpha again", func() bool { return mayGet(ann) == nil })
+	errText := func(err error) string {
+		if err == nil {
+			return ""
+		}
+		return err.Error()
+	}
+	w.report["owner_revoked_seconds"] = seconds(revoked)
+	w.evidence(t, "owners.json", map[string]any{
+		"owner": "ann", "list_refused": errText(listErr), "other_teamspace_refused": errText(otherErr),
+		"pods_change_refused": errText(podsErr), "delete_refused": errText(deleteErr),
+		"teammate_granted_seconds": seconds(granted), "teammate_revoked_seconds": seconds(revoked),
+		"all_owners_revoked_seconds": seconds(emptied), "role_after_emptying": errText(roleErr),
+		"measured": "from the owners' patch returning to the first answer that held, GETs of alpha impersonating the user every 10 ms, on the real engine",
+	})
+}

@@ -74,6 +74,7 @@ var steps = []struct {
 	{"5b-ownership", stepOwnership},
 	{"5c-day-one", stepDayOne},
 	{"5d-limits", stepLimits},
+	{"5e-owners", stepOwners},
 	{"6-deletion", stepDeletion},
 	{"7-engine-stopped", stepEngineStopped},
 	{"8-report", stepReport},
