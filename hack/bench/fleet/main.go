@@ -5,7 +5,8 @@
 //  1. floor: -count namespaces, each with a ResourceQuota, created by this
 //     plain client with 16 requests in flight (floor_ms: what the API server
 //     alone takes for those objects); then the LimitRange, RoleBinding and
-//     NetworkPolicy of each (floor_all_ms: every object a TeamSpace holds,
+//     NetworkPolicy of each, and the owners' ClusterRole and
+//     ClusterRoleBinding (floor_all_ms: every object a TeamSpace holds,
 //     written by a client that writes nothing else). Deleted afterwards,
 //     and waited for when a phase follows;
 //  2. create: -count TeamSpaces created at once; time until every one is
@@ -165,6 +166,10 @@ type fleet struct {
 	probes                 map[string]chan *corev1.ResourceQuota // namespace -> waiting probe
 	cleanupOnce            sync.Once
 	podsMade, podsDeleted  atomic.Int64
+	// podsRefused counts churn pods the API server refused, firstRefusal
+	// holds the first error: a churn that does not run must not report.
+	podsRefused  atomic.Int64
+	firstRefusal atomic.Value
 }
 
 func (f *fleet) result(format string, args ...any) {
@@ -334,14 +339,36 @@ func (f *fleet) floorRest(ctx context.Context, n string) error {
 	np := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: "team-isolation"}, Spec: networkingv1.NetworkPolicySpec{
 		PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
 		Ingress:     []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{}}}}}}}
-	_, err := f.c.Kube.NetworkingV1().NetworkPolicies(n).Create(ctx, np, metav1.CreateOptions{})
+	if _, err := f.c.Kube.NetworkingV1().NetworkPolicies(n).Create(ctx, np, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	// The owners' ClusterRole and ClusterRoleBinding (issue #27), cluster
+	// scoped: labelled so that deleteFloor finds them.
+	owner := metav1.ObjectMeta{Name: "teamspace-owner-" + n, Labels: map[string]string{"teamspace-bench": "floor"}}
+	cr := &rbacv1.ClusterRole{ObjectMeta: owner, Rules: []rbacv1.PolicyRule{{
+		APIGroups: []string{"platform.labhub.io"}, Resources: []string{"teamspaces"}, ResourceNames: []string{n},
+		Verbs: []string{"get", "watch", "update", "patch"}}}}
+	if _, err := f.c.Kube.RbacV1().ClusterRoles().Create(ctx, cr, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	crb := &rbacv1.ClusterRoleBinding{ObjectMeta: owner,
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: owner.Name},
+		Subjects: rb.Subjects}
+	_, err := f.c.Kube.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{})
 	return err
 }
 
-// deleteFloor deletes the floor's namespaces and waits until they are gone.
+// deleteFloor deletes the floor's namespaces and owners' roles and
+// bindings, and waits until the namespaces are gone.
 func (f *fleet) deleteFloor(ctx context.Context, wait time.Duration) (time.Duration, error) {
 	start := time.Now()
 	sel := metav1.ListOptions{LabelSelector: "teamspace-bench=floor"}
+	if err := f.c.Kube.RbacV1().ClusterRoleBindings().DeleteCollection(ctx, metav1.DeleteOptions{}, sel); err != nil {
+		return 0, err
+	}
+	if err := f.c.Kube.RbacV1().ClusterRoles().DeleteCollection(ctx, metav1.DeleteOptions{}, sel); err != nil {
+		return 0, err
+	}
 	l, err := f.c.Kube.CoreV1().Namespaces().List(ctx, sel)
 	if err != nil {
 		return 0, err
@@ -433,23 +460,46 @@ func (f *fleet) begin(ctx context.Context) *window {
 // end summarises the window: engine requests by method (total and per
 // second), hook calls, API server writes on the TeamSpace resources, CPU.
 func (w *window) end(ctx context.Context) (line string, engineTotal float64, secs float64) {
-	secs = time.Since(w.start).Seconds()
+	line, sums := w.endSums(ctx)
+	return line, sums.engine, sums.secs
+}
+
+// sums are the window's totals that churn divides by pod events.
+type sums struct {
+	engine, secs float64
+	// statusWrites are writes of teamspaces/status (the engine's, of the
+	// hook's answers); quotaStatusWrites of resourcequotas/status (the
+	// quota admission's and controller's: each a change of the usage).
+	statusWrites, quotaStatusWrites float64
+}
+
+func (w *window) endSums(ctx context.Context) (string, sums) {
+	var s sums
+	s.secs = time.Since(w.start).Seconds()
 	cpu := w.f.sampleCPU()
 	engine, hook, api := w.f.scrape(ctx)
 	byMethod := benchutil.SumBy(w.engine, engine, "method")
 	for _, v := range byMethod {
-		engineTotal += v
+		s.engine += v
 	}
 	hookCalls, _ := benchutil.Diff(w.hook, hook)
 	var writes float64
+	tsStatus, quotaStatus := benchutil.StatusWrites("teamspaces"), benchutil.StatusWrites("resourcequotas")
 	for k, v := range api {
+		d := v - w.apiserve[k]
 		if benchutil.APIServerWrites(k + " ") {
-			writes += v - w.apiserve[k]
+			writes += d
+		}
+		if tsStatus(k) {
+			s.statusWrites += d
+		}
+		if quotaStatus(k) {
+			s.quotaStatusWrites += d
 		}
 	}
-	line = fmt.Sprintf("engine_req=%g engine_req_per_s=%.1f %s hook_calls=%g hook_calls_per_s=%.1f api_writes=%g %s",
-		engineTotal, engineTotal/secs, benchutil.FormatBy("engine_", byMethod), hookCalls, hookCalls/secs, writes, benchutil.FormatCPU(w.cpu, cpu))
-	return line, engineTotal, secs
+	line := fmt.Sprintf("engine_req=%g engine_req_per_s=%.1f %s hook_calls=%g hook_calls_per_s=%.1f api_writes=%g teamspace_status_writes=%g quota_status_writes=%g %s",
+		s.engine, s.engine/s.secs, benchutil.FormatBy("engine_", byMethod), hookCalls, hookCalls/s.secs, writes, s.statusWrites, s.quotaStatusWrites, benchutil.FormatCPU(w.cpu, cpu))
+	return line, s
 }
 
 func (f *fleet) create(ctx context.Context) error {
@@ -530,18 +580,29 @@ func (f *fleet) churnWindow(ctx context.Context, rate int, costWindow, d, podLif
 	}
 	// What the churn alone costs, before any probe.
 	w := f.begin(ctx)
-	made1, deleted1 := f.podsMade.Load(), f.podsDeleted.Load()
+	made1, deleted1, refused1 := f.podsMade.Load(), f.podsDeleted.Load(), f.podsRefused.Load()
 	time.Sleep(costWindow)
-	line, engineReq, secs := w.end(ctx)
-	made2, deleted2 := f.podsMade.Load(), f.podsDeleted.Load()
+	line, cost := w.endSums(ctx)
+	secs := cost.secs
+	made2, deleted2, refused2 := f.podsMade.Load(), f.podsDeleted.Load(), f.podsRefused.Load()
 	podEvents := float64((made2 - made1) + (deleted2 - deleted1))
-	perEvent := "n/a"
-	if podEvents > 0 {
-		perEvent = fmt.Sprintf("%.2f", engineReq/podEvents)
+	perEvent := func(n float64) string {
+		if podEvents == 0 {
+			return "n/a"
+		}
+		return fmt.Sprintf("%.2f", n/podEvents)
 	}
 	if rate > 0 {
-		f.result("churn count=%d churn=%d window_s=%.0f pods_created_per_s=%.1f pods_deleted_per_s=%.1f engine_req_per_pod_event=%s %s",
-			len(f.names), rate, secs, float64(made2-made1)/secs, float64(deleted2-deleted1)/secs, perEvent, line)
+		f.result("churn count=%d churn=%d window_s=%.0f pods_created_per_s=%.1f pods_deleted_per_s=%.1f pods_refused=%d engine_req_per_pod_event=%s teamspace_status_writes_per_pod_event=%s quota_status_writes_per_pod_event=%s %s",
+			len(f.names), rate, secs, float64(made2-made1)/secs, float64(deleted2-deleted1)/secs, refused2-refused1,
+			perEvent(cost.engine), perEvent(cost.statusWrites), perEvent(cost.quotaStatusWrites), line)
+		// A churn whose pods are refused measures nothing: say so and stop.
+		if refused2 > refused1 || made2 == made1 {
+			stop()
+			wg.Wait()
+			f.deletePods(ctx)
+			return fmt.Errorf("churn %d/s: %d pods created, %d refused in %.0f s (first: %v): the churn did not run", rate, made2-made1, refused2-refused1, secs, f.firstRefusal.Load())
+		}
 	}
 
 	w = f.begin(ctx)
@@ -676,6 +737,8 @@ func (f *fleet) churnPods(ctx context.Context, rate int, podLife time.Duration) 
 				if _, err := f.c.Kube.CoreV1().Pods(ns).Create(ctx, churnPod(name), metav1.CreateOptions{}); err != nil {
 					if ctx.Err() == nil {
 						log.Printf("churn: create %s/%s: %v", ns, name, err)
+						f.podsRefused.Add(1)
+						f.firstRefusal.CompareAndSwap(nil, err.Error())
 					}
 					continue
 				}

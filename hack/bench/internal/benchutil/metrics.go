@@ -75,7 +75,7 @@ func (c *Clients) APIServerGetter() Getter {
 
 // ChildResources are the resources the engine writes for a TeamSpace, and
 // the TeamSpaces themselves.
-var ChildResources = []string{"namespaces", "resourcequotas", "limitranges", "rolebindings", "networkpolicies", "teamspaces"}
+var ChildResources = []string{"namespaces", "resourcequotas", "limitranges", "rolebindings", "networkpolicies", "clusterroles", "clusterrolebindings", "teamspaces"}
 
 var mutatingVerbs = []string{"POST", "PUT", "PATCH", "APPLY", "DELETE", "DELETECOLLECTION"}
 
@@ -88,6 +88,16 @@ func APIServerWrites(line string) bool {
 		return false
 	}
 	return containsAny(line, ChildResources, `resource="%s"`)
+}
+
+// StatusWrites keeps kube-apiserver's writes (PUT, PATCH, APPLY) of one
+// resource's status subresource.
+func StatusWrites(resource string) func(line string) bool {
+	return func(line string) bool {
+		return strings.HasPrefix(line, "apiserver_request_total{") &&
+			strings.Contains(line, `resource="`+resource+`"`) && strings.Contains(line, `subresource="status"`) &&
+			containsAny(line, []string{"PUT", "PATCH", "APPLY"}, `verb="%s"`)
+	}
 }
 
 func containsAny(line string, values []string, format string) bool {
