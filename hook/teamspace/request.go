@@ -7,6 +7,7 @@ package teamspace
 import (
 	"encoding/json"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -72,6 +73,10 @@ type Object struct {
 	Rules      json.RawMessage `json:"rules,omitempty"`
 	Status     struct {
 		Phase string `json:"phase"`
+		// Hard and Used are a ResourceQuota's figures as its controller
+		// reports them (see Usage).
+		Hard corev1.ResourceList `json:"hard,omitempty"`
+		Used corev1.ResourceList `json:"used,omitempty"`
 	} `json:"status"`
 }
 

@@ -20,7 +20,9 @@ type Response struct {
 // Status is the TeamSpace status the hook owns. The engine adds
 // observedGeneration itself.
 type Status struct {
-	Namespace  string             `json:"namespace,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
+	// Usage is the quota's figures, UsageUnknown each until it reports them.
+	Usage      *Usage             `json:"usage,omitempty"`
 	Conditions []metav1.Condition `json:"conditions"`
 }
 
@@ -43,6 +45,7 @@ func newResponse(r *Request) *Response {
 	if ns := r.observedNamespace(); ns != nil {
 		resp.Status.Namespace = ns.Metadata.Name
 	}
+	resp.Status.Usage = quotaUsage(r.observed(quotaType))
 	return resp
 }
 

@@ -20,14 +20,15 @@ func TestCRDEstablished(t *testing.T) {
 
 // TestPrinterColumns reads the API server's Table for a TeamSpace (what
 // `kubectl get ts` prints, server-side printing): the short name works and
-// every printer column of crd.yaml shows its field.
+// every printer column of crd.yaml shows its field: the quota's usage
+// (issue #28; memory with -o wide), not the spec's limits.
 func TestPrinterColumns(t *testing.T) {
 	needCluster(t)
 	installCRD(t)
 	name := "columns-" + suffix(t, 6)
 	mustKubectl(t, teamSpace(name, map[string]any{"pods": 4, "cpu": "0.5"}), "create", "-f", "-")
 	deleteOnCleanup(t, "teamspace", name)
-	status := fmt.Sprintf(`{"status":{"namespace":"team-%s","conditions":[{"type":"Ready","status":"True","reason":"Ready","message":"m","lastTransitionTime":"2026-12-02T12:00:00Z"}]}}`, name)
+	status := fmt.Sprintf(`{"status":{"namespace":"team-%s","usage":{"pods":"1/4","cpu":"100m/500m","memory":"64Mi/1Gi"},"conditions":[{"type":"Ready","status":"True","reason":"Ready","message":"m","lastTransitionTime":"2026-12-02T12:00:00Z"}]}}`, name)
 	mustKubectl(t, "", "patch", "teamspace", name, "--subresource=status", "--type=merge", "-p", status)
 	// Who asked (the API server stamps it where requested-by.yaml is
 	// installed; the admin may set it).
@@ -39,22 +40,25 @@ func TestPrinterColumns(t *testing.T) {
 		t.Fatalf("kubectl get ts %s printed %d lines, want a header and a row:\n%s", name, len(lines), out)
 	}
 	header, row := strings.Fields(lines[0]), strings.Fields(lines[1])
-	wantHeader := []string{"NAME", "PODS", "CPU", "NAMESPACE", "READY", "AGE", "REQUESTED-BY"}
+	wantHeader := []string{"NAME", "PODS", "CPU", "NAMESPACE", "READY", "AGE", "MEMORY", "REQUESTED-BY"}
 	if diff := cmp.Diff(wantHeader, header); diff != "" {
 		t.Errorf("columns (-want +got):\n%s", diff)
 	}
 	if len(row) != len(wantHeader) {
 		t.Fatalf("row %q has %d cells, want %d", lines[1], len(row), len(wantHeader))
 	}
-	wantRow := []string{name, "4", "0.5", "team-" + name, "True"} // spec.cpu as written
+	wantRow := []string{name, "1/4", "100m/500m", "team-" + name, "True"} // status.usage
 	if diff := cmp.Diff(wantRow, row[:5]); diff != "" {
 		t.Errorf("cells (-want +got):\n%s", diff)
 	}
 	if age := row[5]; !strings.HasSuffix(age, "s") && !strings.HasSuffix(age, "m") {
 		t.Errorf("AGE = %q, want a duration such as 3s", age)
 	}
-	if row[6] != "ann" {
-		t.Errorf("REQUESTED-BY = %q, want ann", row[6])
+	if row[6] != "64Mi/1Gi" {
+		t.Errorf("MEMORY = %q, want 64Mi/1Gi", row[6])
+	}
+	if row[7] != "ann" {
+		t.Errorf("REQUESTED-BY = %q, want ann", row[7])
 	}
 }
 

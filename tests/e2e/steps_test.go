@@ -456,8 +456,10 @@ func stepOwnership(t *testing.T, w *walk) {
 // as the team would, through an impersonated client: once alpha names ann
 // as its owner, ann creates a pod without requests and it is admitted with
 // the LimitRange's default request; a privileged pod is refused by Pod
-// Security (baseline); someone else cannot create pods there; and pod
-// number spec.pods + 1 of the default size is refused by the quota.
+// Security (baseline); someone else cannot create pods there; pod number
+// spec.pods + 1 of the default size is refused by the quota; and `kubectl
+// get teamspace alpha` shows the quota full in its PODS and CPU columns,
+// then empty once the pods are gone.
 func stepDayOne(t *testing.T, w *walk) {
 	const ns = "team-alpha"
 	w.patchTeamSpace(t, "alpha", `{"spec":{"owners":[{"kind":"User","name":"ann"}]}}`)
@@ -522,9 +524,21 @@ func stepDayOne(t *testing.T, w *walk) {
 	if overErr == nil || !strings.Contains(overErr.Error(), "exceeded quota") {
 		t.Errorf("pod %d with a quota of %d pods: %v, want refused by the quota", pods+1, pods, overErr)
 	}
+	// The usage columns (issue #28): the quota full, as kubectl shows it.
+	full := fmt.Sprintf("%d/%d", pods, pods)
+	var columns map[string]string
+	w.poll(t, "alpha's PODS column "+full, func() bool { columns = w.columns(t, "alpha"); return columns["Pods"] == full })
+	usedCPU := first.Spec.Containers[0].Resources.Requests.Cpu()
+	usedCPU.Mul(int64(pods))
+	q, _ := w.quota(ns)
+	if want := usedCPU.String() + "/" + q.Status.Hard.Name(corev1.ResourceRequestsCPU, "").String(); columns["CPU"] != want {
+		t.Errorf("alpha's CPU column with %d pods of %s = %q, want %q", pods, gotCPU, columns["CPU"], want)
+	}
 	if err := w.kube.CoreV1().Pods(ns).DeleteCollection(w.ctx, metav1.DeleteOptions{GracePeriodSeconds: ptrTo(int64(0))}, metav1.ListOptions{}); err != nil {
 		t.Errorf("removing the day-one pods: %v", err)
 	}
+	empty := fmt.Sprintf("0/%d", pods)
+	w.poll(t, "alpha's PODS column "+empty+" once the pods are gone", func() bool { return w.columns(t, "alpha")["Pods"] == empty })
 	errText := func(err error) string {
 		if err == nil {
 			return ""
@@ -534,7 +548,7 @@ func stepDayOne(t *testing.T, w *walk) {
 	w.evidence(t, "day-one.json", map[string]any{
 		"owner": "ann", "default_request_cpu": wantCPU, "admitted_pod_request_cpu": gotCPU,
 		"privileged_pod_refused": errText(privErr), "hostpath_pod_refused": errText(hostPathErr), "non_owner_refused": errText(strangerErr),
-		"quota_pods": pods, "pod_over_quota_refused": errText(overErr),
+		"quota_pods": pods, "pod_over_quota_refused": errText(overErr), "columns_with_quota_full": columns,
 		"measured": "pods created in team-alpha through clients impersonating ann (owner) and mallory (not an owner); no kubelet runs them",
 	})
 }
@@ -703,7 +717,9 @@ func stepOwners(t *testing.T, w *walk) {
 			t.Errorf("owner ann may %s: %v", what, err)
 		}
 	}
-	_, podsErr := ann.Patch(w.ctx, alpha, types.MergePatchType, []byte(`{"spec":{"pods":50}}`), metav1.PatchOptions{})
+	// Within the platform limits, so that only the owners' policy refuses
+	// it (two policies refusing one request report in no fixed order).
+	_, podsErr := ann.Patch(w.ctx, alpha, types.MergePatchType, []byte(`{"spec":{"pods":7}}`), metav1.PatchOptions{})
 	if podsErr == nil || !strings.Contains(podsErr.Error(), "an owner may change only spec.owners") {
 		t.Errorf("owner ann raising alpha's pods: %v, want refused by teamspace-owner-updates", podsErr)
 	}

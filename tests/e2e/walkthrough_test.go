@@ -370,6 +370,28 @@ func (w *walk) patchTeamSpace(t *testing.T, name, patch string, subresources ...
 	return ts
 }
 
+// columns is what `kubectl get teamspace name` shows: the API server's
+// Table, column name to cell.
+func (w *walk) columns(t *testing.T, name string) map[string]string {
+	t.Helper()
+	raw, err := w.kube.Discovery().RESTClient().Get().AbsPath("/apis", teamSpaces.Group, teamSpaces.Version, teamSpaces.Resource, name).
+		SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").DoRaw(w.ctx)
+	if err != nil {
+		t.Fatalf("the Table of TeamSpace %s: %v", name, err)
+	}
+	var table metav1.Table
+	if err := json.Unmarshal(raw, &table); err != nil || len(table.Rows) != 1 {
+		t.Fatalf("the Table of TeamSpace %s: %v\n%s", name, err, raw)
+	}
+	cells := map[string]string{}
+	for i, c := range table.ColumnDefinitions {
+		if i < len(table.Rows[0].Cells) {
+			cells[c.Name] = fmt.Sprint(table.Rows[0].Cells[i])
+		}
+	}
+	return cells
+}
+
 func (w *walk) gone(name string) bool {
 	_, err := w.teamSpace(name)
 	return apierrors.IsNotFound(err)
