@@ -15,7 +15,7 @@
 #            every configuration of SCALE_ENGINE_CONFIGS; hack/down.sh at the end
 #   fleet    with the real engine, for every configuration of FLEET_CONFIGS
 #            and every count of FLEET_COUNTS, on a fresh private setup each:
-#            hack/bench/fleet (API server floor, create-to-Ready, steady
+#            hack/bench/fleet (an empty window, API server floor, create-to-Ready, steady
 #            state, drift under pod churn, requests by verb, CPU, RSS, CPU
 #            profiles of the engine and the API server); ~13 min per 1000
 #   failover two engines with --leader-election on one private setup: drift
@@ -373,7 +373,7 @@ fleet() {
 			local profile_dir=
 			((count < ${FLEET_PROFILE_MIN:-1000})) || profile_dir=$out/fleet-$label-$count
 			"$bin/fleet" -count "$count" -label "$label" -state "$TEAMSPACE_STATE" \
-				-phases "${FLEET_PHASES:-floor,create,steady,churn}" -churn "${FLEET_CHURN:-0,10,50,100}" \
+				-phases "${FLEET_PHASES:-empty,floor,create,steady,churn}" -churn "${FLEET_CHURN:-0,10,50,100}" \
 				-window "$window" -cost-window "${FLEET_COST_WINDOW:-20s}" -steady "${FLEET_STEADY:-$window}" \
 				-engine-metrics "http://127.0.0.1:$BENCH_ENGINE_METRICS_PORT/metrics" \
 				-hook-metrics "$TEAMSPACE_HOOK_URL/metrics" \

@@ -2,6 +2,9 @@
 // once, in one process and one run, so that every figure of a row comes
 // from the same cluster (issue #11):
 //
+//  0. empty (when asked for, first): -steady with none of its TeamSpaces:
+//     the CPU cores of every process and engine requests of the setup at
+//     rest, the base of the steady window's above_empty_cores;
 //  1. floor: -count namespaces, each with a ResourceQuota, created by this
 //     plain client with 16 requests in flight (floor_ms: what the API server
 //     alone takes for those objects); then the LimitRange, RoleBinding and
@@ -11,7 +14,9 @@
 //     and waited for when a phase follows;
 //  2. create: -count TeamSpaces created at once; time until every one is
 //     Ready for its generation, as a multiple of both floors;
-//  3. steady: -steady with nothing happening: API writes, engine requests
+//  3. steady: once the quota controller's catch-up is over (no quota status
+//     write for 5 s), -steady with nothing happening: CPU cores by process
+//     and above the empty window, API writes, engine requests
 //     by verb, hook calls;
 //  4. churn: for every rate of -churn (pods created per second, each pod
 //     deleted -pod-life later; pods are admitted and counted by the quota,
@@ -71,7 +76,7 @@ const (
 func main() {
 	count := flag.Int("count", 1000, "TeamSpaces to create")
 	prefix := flag.String("prefix", "fleet", "name prefix (TeamSpaces <prefix>-NNNN, floor namespaces <prefix>-floor-NNNN)")
-	phases := flag.String("phases", "floor,create,steady,churn", "phases to run, comma-separated")
+	phases := flag.String("phases", "floor,create,steady,churn", "phases to run, comma-separated (empty: a window of -steady with no TeamSpaces, first)")
 	churn := flag.String("churn", "0,10,50,100", "pod churn rates (pods created per second), one drift window each")
 	window := flag.Duration("window", 125*time.Second, "drift window per churn rate (at least two resyncPeriodSeconds)")
 	steadyWindow := flag.Duration("steady", 125*time.Second, "steady-state window (at least two resyncPeriodSeconds)")
@@ -118,11 +123,15 @@ func main() {
 			// follows (deleting a thousand namespaces keeps the namespace
 			// controller busy for minutes).
 			err = f.floor(ctx, !strings.HasSuffix(*phases, "floor"))
+		case "empty":
+			err = f.empty(ctx, *steadyWindow)
 		case "create":
 			err = f.create(ctx)
 		case "steady":
 			time.Sleep(*quiet)
-			err = f.steady(ctx, *steadyWindow)
+			if err = f.settle(ctx); err == nil {
+				err = f.steady(ctx, *steadyWindow)
+			}
 		case "churn":
 			for _, r := range strings.Split(*churn, ",") {
 				rate, perr := strconv.Atoi(r)
@@ -170,6 +179,8 @@ type fleet struct {
 	// holds the first error: a churn that does not run must not report.
 	podsRefused  atomic.Int64
 	firstRefusal atomic.Value
+	// emptyCores is the empty phase's CPU cores by process (nil without it).
+	emptyCores map[string]float64
 }
 
 func (f *fleet) result(format string, args ...any) {
@@ -471,12 +482,15 @@ type sums struct {
 	// hook's answers); quotaStatusWrites of resourcequotas/status (the
 	// quota admission's and controller's: each a change of the usage).
 	statusWrites, quotaStatusWrites float64
+	// cpu is the CPU sample at the window's end.
+	cpu benchutil.CPUSample
 }
 
 func (w *window) endSums(ctx context.Context) (string, sums) {
 	var s sums
 	s.secs = time.Since(w.start).Seconds()
 	cpu := w.f.sampleCPU()
+	s.cpu = cpu
 	engine, hook, api := w.f.scrape(ctx)
 	byMethod := benchutil.SumBy(w.engine, engine, "method")
 	for _, v := range byMethod {
@@ -551,14 +565,51 @@ func (f *fleet) create(ctx context.Context) error {
 	return nil
 }
 
+// empty measures the setup with none of this run's TeamSpaces, nobody
+// acting, over d: the base the steady window's cost at rest is compared
+// with (above_empty_cores).
+func (f *fleet) empty(ctx context.Context, d time.Duration) error {
+	l, err := f.c.Dynamic.Resource(benchutil.TeamSpaces).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	if n := len(l.Items); n > 0 {
+		return fmt.Errorf("the empty window needs a cluster without TeamSpaces, found %d", n)
+	}
+	w := f.begin(ctx)
+	time.Sleep(d)
+	line, sums := w.endSums(ctx)
+	f.emptyCores = benchutil.Cores(w.cpu, sums.cpu, sums.secs)
+	f.result("empty window_s=%.0f %s %s", sums.secs, benchutil.FormatCores(f.emptyCores, nil), line)
+	return nil
+}
+
+// settle waits until the quota controller has finished its catch-up after
+// the mass creation: no quota status write in a 5 s window (bounded by the
+// timeout), so that the steady window measures rest, not its backlog.
+func (f *fleet) settle(ctx context.Context) error {
+	start := time.Now()
+	for time.Since(start) < f.timeout {
+		w := f.begin(ctx)
+		time.Sleep(5 * time.Second)
+		_, sums := w.endSums(ctx)
+		if sums.quotaStatusWrites == 0 {
+			fmt.Fprintf(os.Stderr, "  settled after %.0fs (no quota status write in 5s)\n", time.Since(start).Seconds())
+			return nil
+		}
+	}
+	return fmt.Errorf("quota status writes still going after %s", f.timeout)
+}
+
 func (f *fleet) steady(ctx context.Context, d time.Duration) error {
 	if ready := f.readyCount(); ready != len(f.names) {
 		return fmt.Errorf("not all Ready before the steady window (%d/%d)", ready, len(f.names))
 	}
 	w := f.begin(ctx)
 	time.Sleep(d)
-	line, _, _ := w.end(ctx)
-	f.result("steady count=%d window_s=%.0f %s", len(f.names), d.Seconds(), line)
+	line, sums := w.endSums(ctx)
+	cores := benchutil.Cores(w.cpu, sums.cpu, sums.secs)
+	f.result("steady count=%d window_s=%.0f %s %s", len(f.names), d.Seconds(), benchutil.FormatCores(cores, f.emptyCores), line)
 	return nil
 }
 

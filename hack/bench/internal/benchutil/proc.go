@@ -115,6 +115,39 @@ func FormatCPU(before, after CPUSample) string {
 	return strings.Join(parts, " ")
 }
 
+// Cores is the CPU cores every process spent on average between two
+// samples secs apart, by short name, and their sum under "total". The bench
+// program itself is left out of the total: it is the observer.
+func Cores(before, after CPUSample, secs float64) map[string]float64 {
+	out := map[string]float64{}
+	for n, v := range after {
+		c := (v - before[n]) / secs
+		out[short(n)] = c
+		if short(n) != "fleet" {
+			out["total"] += c
+		}
+	}
+	return out
+}
+
+// FormatCores prints Cores as cores_<name>=<cores> in name order, and, when
+// base is not nil, above_empty_cores: the total above base's total.
+func FormatCores(cores, base map[string]float64) string {
+	names := make([]string, 0, len(cores))
+	for n := range cores {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	parts := make([]string, 0, len(names)+1)
+	for _, n := range names {
+		parts = append(parts, fmt.Sprintf("cores_%s=%.4f", n, cores[n]))
+	}
+	if base != nil {
+		parts = append(parts, fmt.Sprintf("above_empty_cores=%.4f", cores["total"]-base["total"]))
+	}
+	return strings.Join(parts, " ")
+}
+
 // short shortens the program names for RESULT lines.
 func short(name string) string {
 	switch name {
