@@ -37,7 +37,13 @@ import (
 	"github.com/labhub/teamspace/tests/testenv"
 )
 
-func TestMain(m *testing.M) { os.Exit(controlplane.Main(m)) }
+func TestMain(m *testing.M) {
+	code := controlplane.Main(m)
+	if emptyKubeconfigDir != "" { // tests leave no temporary directory behind
+		os.RemoveAll(emptyKubeconfigDir)
+	}
+	os.Exit(code)
+}
 
 // repoRoot is the repository's top directory.
 func repoRoot(t testing.TB) string { return testenv.RepoRoot() }
@@ -71,15 +77,19 @@ func needKubectl(t testing.TB) {
 	}
 }
 
-// emptyKubeconfig is a kubeconfig naming no cluster, for offline kubectl.
+// emptyKubeconfig is a kubeconfig naming no cluster, for offline kubectl,
+// in emptyKubeconfigDir (removed by TestMain).
 var emptyKubeconfig = sync.OnceValues(func() (string, error) {
 	dir, err := os.MkdirTemp("", "deploy-test-kubeconfig-")
 	if err != nil {
 		return "", err
 	}
+	emptyKubeconfigDir = dir
 	p := filepath.Join(dir, "kubeconfig")
 	return p, os.WriteFile(p, []byte("apiVersion: v1\nkind: Config\n"), 0o600)
 })
+
+var emptyKubeconfigDir string
 
 // decodeManifests turns YAML (one or more documents) into objects. kubectl
 // parses it offline: `label --local` removing a label nobody has prints the
