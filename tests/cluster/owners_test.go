@@ -25,6 +25,19 @@ func installOwnerAccess(t *testing.T) {
 	}
 }
 
+// createOwned creates a TeamSpace as the admin and applies the hook's
+// answer to it as the engine would (engineStandIn); the owners' role and
+// binding are removed when the test ends.
+func createOwned(t *testing.T, name string, spec map[string]any) {
+	t.Helper()
+	if err := createAs(t, nil, name, spec); err != nil {
+		t.Fatal(err)
+	}
+	deleteOnCleanup(t, "clusterrole", teamspace.OwnerAccessName(name))
+	deleteOnCleanup(t, "clusterrolebinding", teamspace.OwnerAccessName(name))
+	engineStandIn(t, name)
+}
+
 // clusterRoleJSON is a ClusterRole with one rule on teamspaces named
 // resourceName.
 func clusterRoleJSON(name, resourceName string, verbs ...string) string {
@@ -58,14 +71,8 @@ func TestOwnersReadTheirOwn(t *testing.T) {
 		}
 		return map[string]any{"pods": 2, "cpu": "1", "memory": "1Gi", "owners": owners}
 	}
-	for name, spec := range map[string]map[string]any{mine: ownedBy(owner), theirs: ownedBy(outsider)} {
-		if err := createAs(t, nil, name, spec); err != nil {
-			t.Fatal(err)
-		}
-		deleteOnCleanup(t, "clusterrole", teamspace.OwnerAccessName(name))
-		deleteOnCleanup(t, "clusterrolebinding", teamspace.OwnerAccessName(name))
-		engineStandIn(t, name)
-	}
+	createOwned(t, mine, ownedBy(owner))
+	createOwned(t, theirs, ownedBy(outsider))
 
 	who := as(owner)
 	if _, err := kubectl(t, "", append(who, "get", "teamspace", mine)...); err != nil {
@@ -200,17 +207,8 @@ func TestOwnersWideSubjects(t *testing.T) {
 	}
 	user := func(name string) map[string]any { return map[string]any{"kind": "User", "name": name} }
 	group := func(name string) map[string]any { return map[string]any{"kind": "Group", "name": name} }
-	for name, s := range map[string]map[string]any{
-		wide:  spec(user(owner), group("system:authenticated"), group("system:masters")),
-		other: spec(user("someone-else-" + sfx)),
-	} {
-		if err := createAs(t, nil, name, s); err != nil {
-			t.Fatal(err)
-		}
-		deleteOnCleanup(t, "clusterrole", teamspace.OwnerAccessName(name))
-		deleteOnCleanup(t, "clusterrolebinding", teamspace.OwnerAccessName(name))
-		engineStandIn(t, name)
-	}
+	createOwned(t, wide, spec(user(owner), group("system:authenticated"), group("system:masters")))
+	createOwned(t, other, spec(user("someone-else-"+sfx)))
 	// Impersonating a user without groups makes them system:authenticated,
 	// as a real login does.
 	for _, who := range [][]string{as(anyone), as(owner)} {

@@ -21,7 +21,6 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
 	"github.com/labhub/teamspace/tests/watchtiming"
 )
@@ -464,11 +463,7 @@ func stepDayOne(t *testing.T, w *walk) {
 	const ns = "team-alpha"
 	w.patchTeamSpace(t, "alpha", `{"spec":{"owners":[{"kind":"User","name":"ann"}]}}`)
 	w.poll(t, "alpha Ready with owner ann", func() bool { return w.observedCurrent("alpha") && w.ready("alpha") })
-	as := func(user string) kubernetes.Interface {
-		cfg := rest.CopyConfig(w.cfg)
-		cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
-		return kubernetes.NewForConfigOrDie(cfg)
-	}
+	as := func(user string) kubernetes.Interface { return kubernetes.NewForConfigOrDie(w.as(user)) }
 	ann, mallory := as("ann"), as("mallory")
 	pod := func(name string, privileged bool) *corev1.Pod {
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.PodSpec{
@@ -539,12 +534,6 @@ func stepDayOne(t *testing.T, w *walk) {
 	}
 	empty := fmt.Sprintf("0/%d", pods)
 	w.poll(t, "alpha's PODS column "+empty+" once the pods are gone", func() bool { return w.columns(t, "alpha")["Pods"] == empty })
-	errText := func(err error) string {
-		if err == nil {
-			return ""
-		}
-		return err.Error()
-	}
 	w.evidence(t, "day-one.json", map[string]any{
 		"owner": "ann", "default_request_cpu": wantCPU, "admitted_pod_request_cpu": gotCPU,
 		"privileged_pod_refused": errText(privErr), "hostpath_pod_refused": errText(hostPathErr), "non_owner_refused": errText(strangerErr),
@@ -586,8 +575,7 @@ func stepLimits(t *testing.T, w *walk) {
 		}}, metav1.CreateOptions{})
 		return err == nil && r.Status.Allowed
 	})
-	cfg := rest.CopyConfig(w.cfg)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: rita}
+	cfg := w.as(rita)
 	ritaTS := dynamic.NewForConfigOrDie(cfg).Resource(teamSpaces)
 	ritaKube := kubernetes.NewForConfigOrDie(cfg)
 	owners := []any{map[string]any{"kind": "User", "name": rita}}
@@ -666,6 +654,14 @@ func stepLimits(t *testing.T, w *walk) {
 
 func ptrTo[T any](v T) *T { return &v }
 
+// errText is an error's text for the evidence, "" for none.
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
 // stepOwners: the owners' own access (issue #27) on the real engine, through
 // clients impersonating them. ann, alpha's owner since step 5c, gets and
 // watches alpha but may not list TeamSpaces or read another; she adds bob,
@@ -678,9 +674,7 @@ func ptrTo[T any](v T) *T { return &v }
 func stepOwners(t *testing.T, w *walk) {
 	const alpha = "alpha"
 	client := func(user string) dynamic.ResourceInterface {
-		cfg := rest.CopyConfig(w.cfg)
-		cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
-		return dynamic.NewForConfigOrDie(cfg).Resource(teamSpaces)
+		return dynamic.NewForConfigOrDie(w.as(user)).Resource(teamSpaces)
 	}
 	ann, bob := client("ann"), client("bob")
 	owners := func(users ...string) string {
@@ -761,12 +755,6 @@ func stepOwners(t *testing.T, w *walk) {
 	}
 	w.patchTeamSpace(t, alpha, owners("ann"))
 	w.poll(t, "ann may get alpha again", func() bool { return mayGet(ann) == nil })
-	errText := func(err error) string {
-		if err == nil {
-			return ""
-		}
-		return err.Error()
-	}
 	w.report["owner_revoked_seconds"] = seconds(revoked)
 	w.evidence(t, "owners.json", map[string]any{
 		"owner": "ann", "list_refused": errText(listErr), "other_teamspace_refused": errText(otherErr),

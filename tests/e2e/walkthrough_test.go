@@ -370,6 +370,14 @@ func (w *walk) patchTeamSpace(t *testing.T, name, patch string, subresources ...
 	return ts
 }
 
+// as is the admin's client configuration impersonating user (no groups:
+// the API server adds system:authenticated, as at a real login).
+func (w *walk) as(user string) *rest.Config {
+	cfg := rest.CopyConfig(w.cfg)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+	return cfg
+}
+
 // columns is what `kubectl get teamspace name` shows: the API server's
 // Table, column name to cell.
 func (w *walk) columns(t *testing.T, name string) map[string]string {

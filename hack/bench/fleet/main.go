@@ -468,14 +468,8 @@ func (f *fleet) begin(ctx context.Context) *window {
 	return w
 }
 
-// end summarises the window: engine requests by method (total and per
-// second), hook calls, API server writes on the TeamSpace resources, CPU.
-func (w *window) end(ctx context.Context) (line string, engineTotal float64, secs float64) {
-	line, sums := w.endSums(ctx)
-	return line, sums.engine, sums.secs
-}
-
-// sums are the window's totals that churn divides by pod events.
+// sums are a window's totals: what churn divides by pod events, what
+// steady turns into cores.
 type sums struct {
 	engine, secs float64
 	// statusWrites are writes of teamspaces/status (the engine's, of the
@@ -486,11 +480,13 @@ type sums struct {
 	cpu benchutil.CPUSample
 }
 
-func (w *window) endSums(ctx context.Context) (string, sums) {
+// end summarises the window: engine requests by method (total and per
+// second), hook calls, API server writes on the TeamSpace resources and
+// status writes, CPU; as a RESULT line and as sums.
+func (w *window) end(ctx context.Context) (string, sums) {
 	var s sums
 	s.secs = time.Since(w.start).Seconds()
-	cpu := w.f.sampleCPU()
-	s.cpu = cpu
+	s.cpu = w.f.sampleCPU()
 	engine, hook, api := w.f.scrape(ctx)
 	byMethod := benchutil.SumBy(w.engine, engine, "method")
 	for _, v := range byMethod {
@@ -512,7 +508,7 @@ func (w *window) endSums(ctx context.Context) (string, sums) {
 		}
 	}
 	line := fmt.Sprintf("engine_req=%g engine_req_per_s=%.1f %s hook_calls=%g hook_calls_per_s=%.1f api_writes=%g teamspace_status_writes=%g quota_status_writes=%g %s",
-		s.engine, s.engine/s.secs, benchutil.FormatBy("engine_", byMethod), hookCalls, hookCalls/s.secs, writes, s.statusWrites, s.quotaStatusWrites, benchutil.FormatCPU(w.cpu, cpu))
+		s.engine, s.engine/s.secs, benchutil.FormatBy("engine_", byMethod), hookCalls, hookCalls/s.secs, writes, s.statusWrites, s.quotaStatusWrites, benchutil.FormatCPU(w.cpu, s.cpu))
 	return line, s
 }
 
@@ -555,7 +551,7 @@ func (f *fleet) create(ctx context.Context) error {
 	}
 	allReady := time.Since(w.start)
 	f.createReady = allReady
-	line, _, _ := w.end(ctx)
+	line, _ := w.end(ctx)
 	ratio, ratioAll := "n/a", "n/a"
 	if f.floorTime > 0 {
 		ratio = fmt.Sprintf("%.1f", float64(allReady)/float64(f.floorTime))
@@ -578,7 +574,7 @@ func (f *fleet) empty(ctx context.Context, d time.Duration) error {
 	}
 	w := f.begin(ctx)
 	time.Sleep(d)
-	line, sums := w.endSums(ctx)
+	line, sums := w.end(ctx)
 	f.emptyCores = benchutil.Cores(w.cpu, sums.cpu, sums.secs)
 	f.result("empty window_s=%.0f %s %s", sums.secs, benchutil.FormatCores(f.emptyCores, nil), line)
 	return nil
@@ -592,7 +588,7 @@ func (f *fleet) settle(ctx context.Context) error {
 	for time.Since(start) < f.timeout {
 		w := f.begin(ctx)
 		time.Sleep(5 * time.Second)
-		_, sums := w.endSums(ctx)
+		_, sums := w.end(ctx)
 		if sums.quotaStatusWrites == 0 {
 			fmt.Fprintf(os.Stderr, "  settled after %.0fs (no quota status write in 5s)\n", time.Since(start).Seconds())
 			return nil
@@ -607,7 +603,7 @@ func (f *fleet) steady(ctx context.Context, d time.Duration) error {
 	}
 	w := f.begin(ctx)
 	time.Sleep(d)
-	line, sums := w.endSums(ctx)
+	line, sums := w.end(ctx)
 	cores := benchutil.Cores(w.cpu, sums.cpu, sums.secs)
 	f.result("steady count=%d window_s=%.0f %s %s", len(f.names), d.Seconds(), benchutil.FormatCores(cores, f.emptyCores), line)
 	return nil
@@ -633,7 +629,7 @@ func (f *fleet) churnWindow(ctx context.Context, rate int, costWindow, d, podLif
 	w := f.begin(ctx)
 	made1, deleted1, refused1 := f.podsMade.Load(), f.podsDeleted.Load(), f.podsRefused.Load()
 	time.Sleep(costWindow)
-	line, cost := w.endSums(ctx)
+	line, cost := w.end(ctx)
 	secs := cost.secs
 	made2, deleted2, refused2 := f.podsMade.Load(), f.podsDeleted.Load(), f.podsRefused.Load()
 	podEvents := float64((made2 - made1) + (deleted2 - deleted1))
@@ -675,7 +671,8 @@ func (f *fleet) churnWindow(ctx context.Context, rate int, costWindow, d, podLif
 		}
 		time.Sleep(gap)
 	}
-	line, _, secs = w.end(ctx)
+	line, probing := w.end(ctx)
+	secs = probing.secs
 	stop()
 	wg.Wait()
 	f.deletePods(ctx)
