@@ -37,8 +37,7 @@
 #                        [qps50 (the earlier flags) and shipped (engine_tuning_flags: the systemd unit's)]
 #   DRIFT_REPS           repetitions of restore and of revert [20]
 #   SCALE_COUNT          TeamSpaces in scale [200]
-#   SCALE_STEADY         steady-state window [ten resyncPeriodSeconds of
-#                        compositecontroller.yaml]
+#   SCALE_STEADY         steady-state window [60s]
 #   SCALE_DOWN           how long the engine is stopped in catch-up [60s]
 #   BENCH_STATE          TEAMSPACE_STATE of the private setup [/tmp/teamspace-bench]
 #   HOOK_PORT            hook port of that setup [18380]
@@ -46,11 +45,13 @@
 #   BENCH_KEEP_SETUP=1   leave the setup running at the end
 #   FLEET_CONFIGS        ";"-separated "label=engine flags [cc:ignoreStatusChanges=B]
 #                        [cc:resyncPeriodSeconds=N] [cc:customize=off]" (cc: the
-#                        CompositeController, patched after start) [shipped]
+#                        CompositeController, patched after start; a period
+#                        works only below the engine's --cache-flush-interval,
+#                        which the shipped flags set to 0) [shipped]
 #   FLEET_COUNTS         TeamSpace counts [100 300 1000]
 #   FLEET_PHASES, FLEET_CHURN, FLEET_WINDOW, FLEET_COST_WINDOW, FLEET_STEADY
 #                        hack/bench/fleet's -phases, -churn, -window, -cost-window,
-#                        -steady [all; 0,10,50,100; and two resync periods + 5 s]
+#                        -steady [all; 0,10,50,100; 60s]
 #   FLEET_PROFILE_MIN    profile only runs of at least this many TeamSpaces [1000]
 #   BENCH_ENGINE_PPROF_PORT  the engine's --pprof-address port [28060]
 #
@@ -225,19 +226,9 @@ http() {
 
 # The engine flags compared; hack/up.sh always passes the shipped ones
 # (engine_tuning_flags, from the systemd unit) first, and later flags win.
-# resync_period is the longest resync period a TeamSpace gets: the hook's
-# resyncAfterSeconds (hook/teamspace/resync.go; compositecontroller.yaml's
-# resyncPeriodSeconds is an hourly backstop).
-resync_period() {
-	local f=$repo/hook/teamspace/resync.go min spread
-	min=$(sed -n 's/^[[:space:]]*ResyncMinSeconds[[:space:]]*= *\([0-9][0-9]*\).*/\1/p' "$f")
-	spread=$(sed -n 's/^[[:space:]]*ResyncSpreadSeconds[[:space:]]*= *\([0-9][0-9]*\).*/\1/p' "$f")
-	[[ -n $min && -n $spread ]] || die "no ResyncMinSeconds/ResyncSpreadSeconds in $f"
-	printf '%s\n' "$((min + spread))"
-}
-
-# steady_window is ten resync periods.
-steady_window() { printf '%ss\n' "$(($(resync_period) * 10))"; }
+# Windows at rest and under churn are fixed lengths: since resyncs come
+# every 6-12 h per TeamSpace (hook/teamspace/resync.go), no window spans a
+# resync period, and the cost at rest is what a window without one shows.
 
 ENGINE_CONFIGS_DEFAULT="qps5-default=--client-go-qps=5 --client-go-burst=10"
 ENGINE_CONFIGS_DEFAULT+=";qps50=--client-go-qps=50 --client-go-burst=100"
@@ -307,7 +298,7 @@ e2e() {
 		"$hack/down.sh" >&2 || true
 		engine_with "$flags"
 		eval "$("$hack/up.sh" env)"
-		"$bin/scale" -count "${SCALE_COUNT:-200}" -steady "${SCALE_STEADY:-$(steady_window)}" -down "${SCALE_DOWN:-60s}" \
+		"$bin/scale" -count "${SCALE_COUNT:-200}" -steady "${SCALE_STEADY:-60s}" -down "${SCALE_DOWN:-60s}" \
 			-engine-metrics "http://127.0.0.1:$BENCH_ENGINE_METRICS_PORT/metrics" \
 			-hook-metrics "$TEAMSPACE_HOOK_URL/metrics" \
 			-stop-cmd "'$hack/up.sh' engine-stop" \
@@ -342,7 +333,7 @@ fleet() {
 		die "fleet needs the engine: set METACONTROLLER_BIN (see hack/up.sh)"
 	(cd "$hack" && go build -o "$bin/fleet" ./bench/fleet)
 	local pprof_port=${BENCH_ENGINE_PPROF_PORT:-28060}
-	local window=${FLEET_WINDOW:-$((2 * $(resync_period) + 5))s}
+	local window=${FLEET_WINDOW:-60s}
 	trap e2e_down EXIT
 	e2e_setup_started=1
 	local configs cfg label flags count word engine_flags patches

@@ -6,19 +6,18 @@
 #
 #   1 only the CRD: a TeamSpace gets nothing            -> before.json
 #   2 what bumps metadata.generation; status via the main resource -> generation.json
-#   3 the CompositeController converges; no churn over two resyncs -> reconcile.json
+#   3 the CompositeController converges; at rest no churn and no hook call -> reconcile.json
 #   4 a new TeamSpace is served with nobody acting      -> newspace.json
 #   5 drift: a deleted quota returns, an edited one is reverted -> drift.json
 #   6 deletion waits for the finalizer, archives, keeps a foreign finalizer -> cleanup.json
-#   7 engine stopped, then started: it catches up       -> catchup.json
+#   7 engine stopped, then started: its list catches up -> catchup.json
 #   8 summary                                           -> report.json
 #
 #   hack/up.sh && eval "$(hack/up.sh env)"
 #   hack/walkthrough.sh
 #
 # Environment: WALKTHROUGH_OUT (evidence, default ./walkthrough-out),
-# RESYNC_SECONDS (override compositecontroller.yaml's period), ENGINE_STOP /
-# ENGINE_START (commands; default hack/up.sh engine-stop / engine-start).
+# ENGINE_STOP / ENGINE_START (commands; default hack/up.sh engine-stop / engine-start).
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

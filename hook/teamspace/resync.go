@@ -2,18 +2,33 @@ package teamspace
 
 import "hash/fnv"
 
-// Every sync answer asks the engine to sync that TeamSpace again within a
-// minute (resyncAfterSeconds), each TeamSpace at its own period in
-// [ResyncMinSeconds, ResyncMinSeconds+ResyncSpreadSeconds), fixed by its uid.
-// This replaces the CompositeController's resyncPeriodSeconds as the safety
-// net for what no watch shows: that one fires for every TeamSpace at once,
-// and with a thousand of them each burst (a GET and a hook call each) kept
-// drift repairs queued behind it for seconds (BENCHMARKS.md §8). Periods
-// spread by uid keep TeamSpaces created together from staying in step, and
-// the answer stays a function of the request (the answer cache holds).
+// Drift is seen through watches: the engine syncs a TeamSpace on every event
+// of it or of one of its children, and that is what repairs a hand edit
+// within a second. A periodic resync repairs only what no watch shows, and
+// each one costs the engine a live GET of the TeamSpace, a hook call and
+// the customize hook's scan, so at a period of a minute a thousand idle
+// TeamSpaces kept a fifth of a core busy (BENCHMARKS.md §8.6).
+//
+// What a resync still catches, and how often it happens:
+//   - a status edited by hand (ignoreStatusChanges keeps the engine from
+//     syncing on status writes): only holders of teamspaces/status can do
+//     it, and the next event of any child puts it back too;
+//   - a watch event the engine missed: client-go resumes watches from their
+//     resourceVersion and relists when that expired, so only a bug would;
+//   - a new hook version that answers differently: install.sh restarts the
+//     engine, which syncs every TeamSpace once on start (README "Resync").
+//
+// None of these needs minutes, so every sync answer asks for the next one
+// within hours (resyncAfterSeconds), each TeamSpace at its own period in
+// [ResyncMinSeconds, ResyncMinSeconds+ResyncSpreadSeconds), fixed by its
+// uid: TeamSpaces created together do not stay in step, no burst queues
+// drift repairs behind it, and the answer stays a function of the request
+// (the answer cache holds). The engine's own periodic replays are off
+// (--cache-flush-interval=0 in the unit): they fire for every TeamSpace at
+// once.
 const (
-	ResyncMinSeconds    = 30
-	ResyncSpreadSeconds = 30
+	ResyncMinSeconds    = 6 * 3600
+	ResyncSpreadSeconds = 6 * 3600
 )
 
 // ResyncSeconds is the resync period of the TeamSpace with this uid.

@@ -117,8 +117,10 @@ func stepGeneration(t *testing.T, w *walk) {
 	})
 }
 
-// stepReconcile: the CompositeController converges alpha, and a second pass
-// over two resync periods changes no resourceVersion (no churn).
+// stepReconcile: the CompositeController converges alpha; then, with nobody
+// acting, nothing happens: no resourceVersion changes (no churn) and the
+// engine calls no hook at all (no resync within minutes: they come every
+// 6-12 h, hook/teamspace/resync.go; README "Resync").
 func stepReconcile(t *testing.T, w *walk) {
 	t0 := time.Now()
 	w.applyController(t)
@@ -144,20 +146,22 @@ func stepReconcile(t *testing.T, w *walk) {
 		q, _ := w.quota("team-alpha")
 		return map[string]string{"teamspace": w.mustTeamSpace(t, "alpha").GetResourceVersion(), "namespace": ns.ResourceVersion, "quota": q.ResourceVersion}
 	}
-	before := rvs()
-	watched := time.Duration(2*w.resync+2) * time.Second
-	t.Logf("converged in %s; watching resourceVersions for %s (two resync periods)", converged.Round(time.Millisecond), watched)
-	time.Sleep(watched)
-	after := rvs()
+	before, callsBefore := rvs(), w.hookCalls(t)
+	t.Logf("converged in %s; watching resourceVersions and hook calls for %s", converged.Round(time.Millisecond), w.rest)
+	time.Sleep(w.rest)
+	after, calls := rvs(), w.hookCalls(t)-callsBefore
 	changed := fmt.Sprint(before) != fmt.Sprint(after)
 	if changed {
 		t.Errorf("resourceVersions changed at steady state: %v → %v", before, after)
 	}
+	if calls != 0 {
+		t.Errorf("the engine called the hook %v times in %s with nobody acting, want none (a periodic resync?)", calls, w.rest)
+	}
 	q, _ := w.quota("team-alpha")
 	w.evidence(t, "reconcile.json", map[string]any{
 		"quota_uid": q.UID, "namespace_owner_uid": ownerUID(owner), "second_pass_rv_changed": changed,
-		"teamspace_uid": w.alphaUID, "converge_seconds": seconds(converged), "resync_period_seconds": w.resync,
-		"watched_seconds": watched.Seconds(), "rv_before": before, "rv_after": after,
+		"teamspace_uid": w.alphaUID, "converge_seconds": seconds(converged),
+		"watched_seconds": w.rest.Seconds(), "rv_before": before, "rv_after": after, "hook_calls_at_rest": calls,
 	})
 }
 
@@ -363,8 +367,10 @@ func findRecord(dir, uid string) (string, map[string]any) {
 	}
 }
 
-// stepEngineStopped: with the engine stopped a spec change is not acted
-// on; once it runs again it catches up (level-triggered, nothing replayed).
+// stepEngineStopped: with the engine stopped a spec change is not acted on
+// and a deleted quota stays deleted; once it runs again its list on start
+// catches up with both (level-triggered, nothing replayed, no resync
+// waited for).
 func stepEngineStopped(t *testing.T, w *walk) {
 	w.engine(t, "stop")
 	restarted := false
@@ -374,19 +380,27 @@ func stepEngineStopped(t *testing.T, w *walk) {
 		}
 	})
 	w.patchTeamSpace(t, "alpha", `{"spec":{"pods":8}}`)
+	if err := w.kube.CoreV1().ResourceQuotas("team-alpha").Delete(w.ctx, quotaName, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	time.Sleep(w.stopped)
 	alpha := w.mustTeamSpace(t, "alpha")
 	gen := alpha.GetGeneration()
 	obsStopped, _, _ := unstructured.NestedInt64(alpha.Object, "status", "observedGeneration")
 	qStopped := w.quotaPods("team-alpha")
-	if obsStopped >= gen || qStopped != "6" {
-		t.Errorf("engine stopped: observedGeneration %d of %d, quota pods %s: want behind and 6", obsStopped, gen, qStopped)
+	if obsStopped >= gen || qStopped != "" {
+		t.Errorf("engine stopped: observedGeneration %d of %d, quota pods %q: want behind and no quota", obsStopped, gen, qStopped)
 	}
 	t0 := time.Now()
 	w.engine(t, "start")
 	restarted = true
 	w.poll(t, "alpha's observedGeneration after the restart", func() bool { return w.observedCurrent("alpha") })
 	caught := w.poll(t, "team-alpha quota pods 8", func() bool { return w.quotaPods("team-alpha") == "8" }).Sub(t0)
+	// Both changes were made while no engine watched: only the list the
+	// engine makes on start shows them. A resync would take 6-12 h.
+	if caught > 30*time.Second {
+		t.Errorf("caught up %s after the start, want within 30 s (the engine's list on start, not a resync)", caught)
+	}
 	alpha = w.mustTeamSpace(t, "alpha")
 	obsAfter, _, _ := unstructured.NestedInt64(alpha.Object, "status", "observedGeneration")
 	trigger := "none seen"

@@ -12,8 +12,7 @@
 // one (hack/up.sh, then eval "$(hack/up.sh env)"), hack/walkthrough.sh runs
 // the same test with WALKTHROUGH_CLUSTER=current. Without either the test
 // skips and says so. WALKTHROUGH_OUT is where the evidence goes (default: a
-// temporary directory, kept when a step fails or TEAMSPACE_E2E_KEEP is set);
-// RESYNC_SECONDS overrides the CompositeController's resync period.
+// temporary directory, kept when a step fails or TEAMSPACE_E2E_KEEP is set).
 //
 // To add a step: write a func(*testing.T, *walk) and add it to steps.
 package e2e
@@ -22,6 +21,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -43,7 +44,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
-	"github.com/labhub/teamspace/hook/teamspace"
 	"github.com/labhub/teamspace/tests/testenv"
 	"github.com/labhub/teamspace/tests/watchtiming"
 )
@@ -89,10 +89,9 @@ type walk struct {
 	kube      kubernetes.Interface
 	cfg       *rest.Config // the admin's, for clients that impersonate
 	dyn       dynamic.Interface
-	resync    int64 // seconds: the longest resync period (see resyncOf)
-	ccResync  int64 // RESYNC_SECONDS, set on the CompositeController
 	timeout   time.Duration
 	observe   time.Duration // step 1: how long a TeamSpace is left alone
+	rest      time.Duration // step 3: how long alpha is watched at rest
 	stopped   time.Duration // step 7: how long the engine stays stopped
 	alphaUID  string
 	report    map[string]any
@@ -113,7 +112,7 @@ func repoRoot(t *testing.T) string { return testenv.RepoRoot() }
 // setUp finds or starts the setup and builds the clients.
 func setUp(t *testing.T) *walk {
 	repo := repoRoot(t)
-	w := &walk{repo: repo, timeout: 2 * time.Minute, observe: 5 * time.Second, stopped: 8 * time.Second, report: map[string]any{}}
+	w := &walk{repo: repo, timeout: 2 * time.Minute, observe: 5 * time.Second, rest: 20 * time.Second, stopped: 8 * time.Second, report: map[string]any{}}
 	w.ctx = context.Background()
 	if dl, ok := t.Deadline(); ok {
 		var cancel context.CancelFunc
@@ -153,7 +152,6 @@ func setUp(t *testing.T) *walk {
 		w.env = startSetup(t, repo)
 	}
 
-	w.resync = resyncOf(t, w)
 	cfg, err := clientcmd.BuildConfigFromFlags("", w.env["KUBECONFIG"])
 	if err != nil {
 		t.Fatal(err)
@@ -249,25 +247,37 @@ func tail(path string, n int) string {
 
 func exists(path string) bool { _, err := os.Stat(path); return err == nil }
 
-// resyncOf is RESYNC_SECONDS (which then also replaces the
-// CompositeController's period), or the longest resync period the hook asks
-// for (resyncAfterSeconds; compositecontroller.yaml's own period is an
-// hourly backstop).
-func resyncOf(t *testing.T, w *walk) int64 {
-	if s := os.Getenv("RESYNC_SECONDS"); s != "" {
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil || n < 0 {
-			t.Fatalf("RESYNC_SECONDS=%q: want whole seconds", s)
-		}
-		w.ccResync = n
-		return n
+// hookCalls is how many requests the hook has answered, over all its hooks
+// (teamspace_hook_requests_total on its /metrics).
+func (w *walk) hookCalls(t *testing.T) float64 {
+	t.Helper()
+	resp, err := http.Get(w.env["TEAMSPACE_HOOK_URL"] + "/metrics")
+	if err != nil {
+		t.Fatalf("the hook's metrics: %v", err)
 	}
-	return teamspace.ResyncMinSeconds + teamspace.ResyncSpreadSeconds
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("the hook's metrics: %s, %v", resp.Status, err)
+	}
+	var sum float64
+	for _, line := range strings.Split(string(body), "\n") {
+		series, value, ok := strings.Cut(line, " ")
+		if !ok || !strings.HasPrefix(series, "teamspace_hook_requests_total{") {
+			continue
+		}
+		n, err := strconv.ParseFloat(value, 64)
+		if err != nil {
+			t.Fatalf("the hook's metrics: %q: %v", line, err)
+		}
+		sum += n
+	}
+	return sum
 }
 
 // controller is compositecontroller.yaml with its hook URLs at the setup's
 // hook, rendered where every script renders it (hack/lib.sh
-// compositecontroller_at), and the resync period of this run.
+// compositecontroller_at).
 func (w *walk) controller(t *testing.T) *unstructured.Unstructured {
 	t.Helper()
 	cmd := exec.Command("bash", "-c", `source hack/lib.sh && compositecontroller_at "$1"`, "-", w.env["TEAMSPACE_HOOK_URL"])
@@ -280,11 +290,7 @@ func (w *walk) controller(t *testing.T) *unstructured.Unstructured {
 	if err := yaml.Unmarshal(out, &obj); err != nil {
 		t.Fatal(err)
 	}
-	cc := &unstructured.Unstructured{Object: obj}
-	if w.ccResync > 0 {
-		_ = unstructured.SetNestedField(cc.Object, w.ccResync, "spec", "resyncPeriodSeconds")
-	}
-	return cc
+	return &unstructured.Unstructured{Object: obj}
 }
 
 // applyController creates or replaces the CompositeController.

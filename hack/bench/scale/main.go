@@ -4,7 +4,7 @@
 //     Ready=True for its generation (and until every quota exists);
 //
 //  2. steady: after a quiet period, the API write requests made during
-//     -steady (ten resync periods) — from kube-apiserver's
+//     -steady (nobody acting) — from kube-apiserver's
 //     apiserver_request_total (mutating verbs on namespaces, resourcequotas,
 //     limitranges, rolebindings, networkpolicies,
 //     teamspaces) and from the engine's own client metrics
@@ -49,7 +49,7 @@ func main() {
 	owners := flag.Bool("owners", true, "give each TeamSpace an owner, so that it has every child type")
 	prefix := flag.String("prefix", "bench-s", "name prefix (names are <prefix>-NNN)")
 	phases := flag.String("phases", "create,steady,catchup", "phases to run, comma-separated")
-	steady := flag.Duration("steady", 100*time.Second, "steady-state window (ten resync periods)")
+	steady := flag.Duration("steady", 60*time.Second, "steady-state window (nobody acting)")
 	quiet := flag.Duration("quiet", 15*time.Second, "wait before the steady window (the quota controller's status writes settle)")
 	down := flag.Duration("down", 60*time.Second, "how long the engine stays stopped in catch-up")
 	stopCmd := flag.String("stop-cmd", "", "shell command that stops the engine (catch-up)")
