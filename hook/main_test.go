@@ -239,3 +239,10 @@ func TestWarnsOnPlainHTTPOffLoopback(t *testing.T) {
 		})
 	}
 }
+
+// TestMain removes the hook binary the tests built.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testenv.RemoveHookBuild()
+	os.Exit(code)
+}

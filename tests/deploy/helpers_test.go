@@ -39,9 +39,11 @@ import (
 
 func TestMain(m *testing.M) {
 	code := controlplane.Main(m)
-	if emptyKubeconfigDir != "" { // tests leave no temporary directory behind
+	// Tests leave no temporary directory behind.
+	if emptyKubeconfigDir != "" {
 		os.RemoveAll(emptyKubeconfigDir)
 	}
+	testenv.RemoveHookBuild()
 	os.Exit(code)
 }
 

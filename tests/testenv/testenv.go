@@ -15,6 +15,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -81,12 +82,14 @@ func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() error
 }
 
 // BuildHook builds ./hook (CGO_ENABLED=0, like the shipped binary) once per
-// test binary and returns its path.
+// test binary and returns its path. A TestMain that uses it calls
+// RemoveHookBuild when its tests end.
 var BuildHook = sync.OnceValues(func() (string, error) {
 	dir, err := os.MkdirTemp("", "teamspace-test-hook-")
 	if err != nil {
 		return "", err
 	}
+	hookBuildDir.Store(&dir)
 	bin := filepath.Join(dir, "teamspace-hook")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -98,6 +101,17 @@ var BuildHook = sync.OnceValues(func() (string, error) {
 	}
 	return bin, nil
 })
+
+// hookBuildDir is BuildHook's temporary directory, once it made one.
+var hookBuildDir atomic.Pointer[string]
+
+// RemoveHookBuild removes BuildHook's directory (21 MB each; every test
+// binary that built the hook left one in /tmp).
+func RemoveHookBuild() {
+	if dir := hookBuildDir.Load(); dir != nil {
+		os.RemoveAll(*dir)
+	}
+}
 
 // HookBinary is BuildHook that fails the test on error.
 func HookBinary(t testing.TB) string {
