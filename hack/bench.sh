@@ -16,8 +16,9 @@
 #   fleet    with the real engine, for every configuration of FLEET_CONFIGS
 #            and every count of FLEET_COUNTS, on a fresh private setup each:
 #            hack/bench/fleet (an empty window, API server floor, create-to-Ready, steady
-#            state, drift under pod churn, requests by verb, CPU, RSS, CPU
-#            profiles of the engine and the API server); ~13 min per 1000
+#            state, drift under pod churn, the re-sync of all after an engine
+#            restart, requests by verb, CPU, RSS, CPU profiles of the engine
+#            and the API server); ~13 min per 1000
 #   failover two engines with --leader-election on one private setup: drift
 #            repair with the leader up, then with the leader killed (-9, and
 #            SIGTERM) just before the break: the standby's takeover time
@@ -364,11 +365,12 @@ fleet() {
 			local profile_dir=
 			((count < ${FLEET_PROFILE_MIN:-1000})) || profile_dir=$out/fleet-$label-$count
 			"$bin/fleet" -count "$count" -label "$label" -state "$TEAMSPACE_STATE" \
-				-phases "${FLEET_PHASES:-empty,floor,create,steady,churn}" -churn "${FLEET_CHURN:-0,10,50,100}" \
+				-phases "${FLEET_PHASES:-empty,floor,create,steady,churn,restart}" -churn "${FLEET_CHURN:-0,10,50,100}" \
 				-window "$window" -cost-window "${FLEET_COST_WINDOW:-20s}" -steady "${FLEET_STEADY:-$window}" \
 				-engine-metrics "http://127.0.0.1:$BENCH_ENGINE_METRICS_PORT/metrics" \
 				-hook-metrics "$TEAMSPACE_HOOK_URL/metrics" \
 				-engine-pprof "http://127.0.0.1:$pprof_port" -profile-dir "$profile_dir" \
+				-stop-cmd "'$hack/up.sh' engine-stop" -start-cmd "'$hack/up.sh' engine-start" \
 				-cleanup-wait 0 \
 				2>"$out/fleet-$label-$count.log" | tee -a "$out/fleet.txt" >&2
 		done

@@ -13,7 +13,9 @@
 //     written by a client that writes nothing else). Deleted afterwards,
 //     and waited for when a phase follows;
 //  2. create: -count TeamSpaces created at once; time until every one is
-//     Ready for its generation, as a multiple of both floors;
+//     Ready for its generation, as a multiple of both floors, and the
+//     statuses each went through (transitions: the engine's status writes
+//     and the Ready reasons in order; again after steady);
 //  3. steady: once the quota controller's catch-up is over (no quota status
 //     write for 5 s), -steady with nothing happening: CPU cores by process
 //     and above the empty window, API writes, engine requests
@@ -24,7 +26,13 @@
 //     requests per pod event), then -window of drift probes alternating
 //     restore (the quota deleted) and revert (spec.hard.pods patched to 99)
 //     on TeamSpaces picked at random, p50/p99/max; engine requests by verb,
-//     hook calls per second and CPU seconds of every process for both.
+//     hook calls per second and CPU seconds of every process for both;
+//  5. restart: the engine is stopped and started (-stop-cmd, -start-cmd),
+//     as install.sh does on every run and so on every hook upgrade: on
+//     start it lists every TeamSpace and syncs each once, the one re-sync
+//     a new hook version needs (resyncs come every 6-12 h). Time until the
+//     hook has answered a sync per TeamSpace, engine requests, CPU, and
+//     restore probes meanwhile: how long a repair waits behind it.
 //
 // At the end it prints the RSS of every process of the setup (-state) and
 // deletes every object it made (waiting at most -cleanup-wait). Every loop
@@ -37,6 +45,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -76,7 +85,7 @@ const (
 func main() {
 	count := flag.Int("count", 1000, "TeamSpaces to create")
 	prefix := flag.String("prefix", "fleet", "name prefix (TeamSpaces <prefix>-NNNN, floor namespaces <prefix>-floor-NNNN)")
-	phases := flag.String("phases", "floor,create,steady,churn", "phases to run, comma-separated (empty: a window of -steady with no TeamSpaces, first)")
+	phases := flag.String("phases", "floor,create,steady,churn,restart", "phases to run, comma-separated (empty: a window of -steady with no TeamSpaces, first)")
 	churn := flag.String("churn", "0,10,50,100", "pod churn rates (pods created per second), one drift window each")
 	window := flag.Duration("window", 60*time.Second, "drift window per churn rate")
 	steadyWindow := flag.Duration("steady", 60*time.Second, "steady-state window (nobody acting; resyncs come every 6-12 h, so none falls in it)")
@@ -93,6 +102,8 @@ func main() {
 	timeout := flag.Duration("timeout", 10*time.Minute, "give up on a phase after this long")
 	cleanupWait := flag.Duration("cleanup-wait", 5*time.Minute, "how long to wait at the end for what was deleted to be gone (0: do not wait)")
 	label := flag.String("label", "", "tag printed on the RESULT lines (e.g. the engine configuration)")
+	stopCmd := flag.String("stop-cmd", "", "shell command that stops the engine (restart)")
+	startCmd := flag.String("start-cmd", "", "shell command that starts the engine again (restart)")
 	foreign := benchutil.ForeignClusterFlag()
 	flag.Parse()
 
@@ -142,6 +153,8 @@ func main() {
 					break
 				}
 			}
+		case "restart":
+			err = f.restart(ctx, *stopCmd, *startCmd, *gap)
 		default:
 			err = fmt.Errorf("unknown phase %q", phase)
 		}
@@ -171,6 +184,7 @@ type fleet struct {
 	madeFloor, madeTeams   bool
 	readyMu                sync.Mutex
 	ready                  map[string]bool // TeamSpace name -> Ready for its generation
+	statuses               map[string]*statusTrail
 	probesMu               sync.Mutex
 	probes                 map[string]chan *corev1.ResourceQuota // namespace -> waiting probe
 	cleanupOnce            sync.Once
@@ -198,6 +212,7 @@ func (f *fleet) startInformers(ctx context.Context) {
 	// thousand TeamSpaces a poll loop costs this process more CPU than the
 	// hook spends, on the same two cores as what it measures.
 	f.ready = map[string]bool{}
+	f.statuses = map[string]*statusTrail{}
 	track := func(obj any) {
 		ts, ok := obj.(*unstructured.Unstructured)
 		if !ok {
@@ -205,6 +220,7 @@ func (f *fleet) startInformers(ctx context.Context) {
 		}
 		f.readyMu.Lock()
 		f.ready[ts.GetName()] = benchutil.Ready(ts)
+		f.statuses[ts.GetName()] = f.statuses[ts.GetName()].next(ts)
 		f.readyMu.Unlock()
 	}
 	if _, err := tsInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -552,6 +568,7 @@ func (f *fleet) create(ctx context.Context) error {
 	allReady := time.Since(w.start)
 	f.createReady = allReady
 	line, _ := w.end(ctx)
+	f.resultTransitions("ready")
 	ratio, ratioAll := "n/a", "n/a"
 	if f.floorTime > 0 {
 		ratio = fmt.Sprintf("%.1f", float64(allReady)/float64(f.floorTime))
@@ -559,6 +576,69 @@ func (f *fleet) create(ctx context.Context) error {
 	}
 	f.result("create count=%d created_ms=%s all_ready_ms=%s x_floor=%s x_floor_all=%s %s", len(f.names), benchutil.Ms(created), benchutil.Ms(allReady), ratio, ratioAll, line)
 	return nil
+}
+
+// statusTrail is what one TeamSpace's status went through, as this
+// process's informer saw it: each distinct status is one status write of
+// the engine (ignoreStatusChanges: it re-syncs on none of them).
+type statusTrail struct {
+	last     string   // the status, as JSON
+	versions int      // distinct statuses seen, the first (none) included
+	reasons  []string // the Ready condition's reason, each change once
+}
+
+// next is the trail after seeing ts (t may be nil: ts is new).
+func (t *statusTrail) next(ts *unstructured.Unstructured) *statusTrail {
+	if t == nil {
+		t = &statusTrail{last: "-"}
+	}
+	st, _, _ := unstructured.NestedMap(ts.Object, "status")
+	b, _ := json.Marshal(st)
+	if string(b) == t.last {
+		return t
+	}
+	t.last = string(b)
+	t.versions++
+	reason := "none"
+	conds, _, _ := unstructured.NestedSlice(ts.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] == "Ready" {
+			reason = fmt.Sprint(m["reason"])
+		}
+	}
+	if n := len(t.reasons); n == 0 || t.reasons[n-1] != reason {
+		t.reasons = append(t.reasons, reason)
+	}
+	return t
+}
+
+// resultTransitions prints how many statuses the run's TeamSpaces went
+// through from their creation until now (the engine's status writes; until:
+// the phase, "ready" or "steady"), and
+// their Ready reasons in order
+// (the commonest sequence and how many followed it).
+func (f *fleet) resultTransitions(until string) {
+	f.readyMu.Lock()
+	defer f.readyMu.Unlock()
+	var total, most int
+	seqs := map[string]int{}
+	for _, n := range f.names {
+		t := f.statuses[n]
+		if t == nil {
+			continue
+		}
+		total += t.versions - 1 // the first is the one it was created with
+		most = max(most, t.versions-1)
+		seqs[strings.Join(t.reasons, ">")]++
+	}
+	common, commonN := "", 0
+	for seq, n := range seqs {
+		if n > commonN || (n == commonN && seq < common) {
+			common, commonN = seq, n
+		}
+	}
+	f.result("transitions until=%s count=%d status_writes_per_teamspace=%.2f status_writes_max=%d sequences=%d commonest=%s commonest_n=%d",
+		until, len(f.names), float64(total)/float64(len(f.names)), most, len(seqs), common, commonN)
 }
 
 // empty measures the setup with none of this run's TeamSpaces, nobody
@@ -606,6 +686,7 @@ func (f *fleet) steady(ctx context.Context, d time.Duration) error {
 	line, sums := w.end(ctx)
 	cores := benchutil.Cores(w.cpu, sums.cpu, sums.secs)
 	f.result("steady count=%d window_s=%.0f %s %s", len(f.names), d.Seconds(), benchutil.FormatCores(cores, f.emptyCores), line)
+	f.resultTransitions("steady")
 	return nil
 }
 
@@ -686,6 +767,98 @@ func (f *fleet) churnWindow(ctx context.Context, rate int, costWindow, d, podLif
 		return fmt.Errorf("%d drift probes failed, first: %s", len(failures), failures[0])
 	}
 	return nil
+}
+
+// restart stops and starts the engine and times the re-sync of every
+// TeamSpace that its start makes (see phase 5), probing drift meanwhile.
+func (f *fleet) restart(ctx context.Context, stopCmd, startCmd string, gap time.Duration) error {
+	if stopCmd == "" || startCmd == "" {
+		return fmt.Errorf("restart needs -stop-cmd and -start-cmd")
+	}
+	if ready := f.readyCount(); ready != len(f.names) {
+		return fmt.Errorf("not all Ready before the restart (%d/%d)", ready, len(f.names))
+	}
+	if err := benchutil.RunShell(stopCmd); err != nil {
+		return fmt.Errorf("stop: %w", err)
+	}
+	// Begun with the engine stopped: its counters start again from zero.
+	w := f.begin(ctx)
+	syncs0, err := f.hookSyncs(ctx)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	if err := benchutil.RunShell(startCmd); err != nil {
+		return fmt.Errorf("start: %w", err)
+	}
+	started := time.Since(start)
+
+	probing, probed := make(chan struct{}), make(chan struct{})
+	var samples []time.Duration
+	var failures []string
+	go func() {
+		defer close(probed)
+		for {
+			select {
+			case <-probing:
+				return
+			default:
+			}
+			name := f.names[rand.IntN(len(f.names))]
+			if took, err := f.probe(ctx, "restore", name); err != nil {
+				failures = append(failures, fmt.Sprintf("restore %s: %v", name, err))
+			} else {
+				samples = append(samples, took)
+			}
+			time.Sleep(gap)
+		}
+	}()
+	deadline := time.Now().Add(f.timeout)
+	var synced float64
+	for {
+		n, err := f.hookSyncs(ctx)
+		if err != nil {
+			return err
+		}
+		if synced = n - syncs0; synced >= float64(len(f.names)) {
+			break
+		}
+		if time.Now().After(deadline) {
+			close(probing)
+			<-probed
+			return fmt.Errorf("%g of %d TeamSpaces synced %s after the engine's start", synced, len(f.names), f.timeout)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	all := time.Since(start)
+	close(probing)
+	<-probed
+	line, _ := w.end(ctx)
+	st := benchutil.Summarise(samples)
+	f.result("restart count=%d start_s=%.1f all_synced_s=%.1f hook_syncs=%g restore_n=%d restore_p50_ms=%s restore_p99_ms=%s restore_max_ms=%s probe_failures=%d %s",
+		len(f.names), started.Seconds(), all.Seconds(), synced, st.N, benchutil.Ms(st.P50), benchutil.Ms(st.P99), benchutil.Ms(st.Max), len(failures), line)
+	if len(failures) > 0 {
+		return fmt.Errorf("%d drift probes failed during the restart, first: %s", len(failures), failures[0])
+	}
+	return nil
+}
+
+// hookSyncs is how many sync requests the hook has answered.
+func (f *fleet) hookSyncs(ctx context.Context) (float64, error) {
+	if f.hookURL == "" {
+		return 0, fmt.Errorf("restart needs -hook-metrics")
+	}
+	c, err := benchutil.Scrape(ctx, benchutil.HTTPGetter(f.hookURL), func(l string) bool {
+		return isHookCall(l) && strings.Contains(l, `hook="sync"`)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("hook metrics: %w", err)
+	}
+	var n float64
+	for _, v := range c {
+		n += v
+	}
+	return n, nil
 }
 
 func hardPods(rl corev1.ResourceList) string {

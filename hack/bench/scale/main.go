@@ -26,7 +26,6 @@ import (
 	"fmt"
 	"log"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -261,17 +260,11 @@ func (s *scale) steady(ctx context.Context, quiet, window time.Duration, engineU
 	return nil
 }
 
-func runShell(cmd string) error {
-	c := exec.Command("bash", "-c", cmd)
-	c.Stdout, c.Stderr = os.Stderr, os.Stderr
-	return c.Run()
-}
-
 func (s *scale) catchUp(ctx context.Context, stopCmd, startCmd string, down time.Duration, pods int) error {
 	if stopCmd == "" || startCmd == "" {
 		return fmt.Errorf("catch-up needs -stop-cmd and -start-cmd")
 	}
-	if err := runShell(stopCmd); err != nil {
+	if err := benchutil.RunShell(stopCmd); err != nil {
 		return fmt.Errorf("stop: %w", err)
 	}
 	stopped := time.Now()
@@ -284,7 +277,7 @@ func (s *scale) catchUp(ctx context.Context, stopCmd, startCmd string, down time
 	fmt.Fprintf(os.Stderr, "catch-up: %d specs changed in %s; engine down for %s\n", len(s.names), time.Since(stopped).Round(time.Millisecond), down)
 	time.Sleep(time.Until(stopped.Add(down)))
 	start := time.Now()
-	if err := runShell(startCmd); err != nil {
+	if err := benchutil.RunShell(startCmd); err != nil {
 		return fmt.Errorf("start: %w", err)
 	}
 	started := time.Since(start)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"os/exec"
 	"sort"
 	"strings"
 	"time"
@@ -130,4 +131,12 @@ func List(ds []time.Duration) string {
 		out[i] = Ms(d)
 	}
 	return strings.Join(out, " ")
+}
+
+// RunShell runs cmd with bash, its output on stderr (the RESULT lines are
+// on stdout): how a bench stops and starts the engine.
+func RunShell(cmd string) error {
+	c := exec.Command("bash", "-c", cmd)
+	c.Stdout, c.Stderr = os.Stderr, os.Stderr
+	return c.Run()
 }
