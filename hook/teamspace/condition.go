@@ -14,6 +14,10 @@ const ConditionReady = "Ready"
 const (
 	ReasonReady       = "Ready"
 	ReasonInvalidSpec = "InvalidSpec"
+	// ReasonCreating: the namespace is missing or Active and none of the
+	// children inside it exist yet (a new TeamSpace, or one whose
+	// namespace was deleted).
+	ReasonCreating = "Creating"
 	// ReasonChildRemoving: a child the spec no longer asks for (owners
 	// removed, networkIsolation false) is still there.
 	ReasonChildRemoving = "ChildRemoving"

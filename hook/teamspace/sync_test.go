@@ -207,9 +207,17 @@ func TestSyncReasons(t *testing.T) {
 			wantChildren: all, wantStatus: metav1.ConditionTrue, wantReason: ReasonReady},
 		{name: "Ready: with owners", req: request(owned, nil, append(steady(), roleBinding("ann"), ownerRole(), ownerBinding("ann"))...),
 			wantChildren: owners, wantStatus: metav1.ConditionTrue, wantReason: ReasonReady},
-		{name: "NamespacePending: nothing observed", req: request(spec, nil),
-			wantChildren: []string{ns}, wantStatus: metav1.ConditionFalse, wantReason: ReasonNamespacePending},
-		{name: "NamespacePending: own namespace seen only as related", req: request(spec, namespace(controlledBy(fixtureUID))),
+		{name: "Creating: nothing observed", req: request(spec, nil),
+			wantChildren: []string{ns}, wantStatus: metav1.ConditionFalse, wantReason: ReasonCreating},
+		{name: "Creating: own namespace seen only as related", req: request(spec, namespace(controlledBy(fixtureUID))),
+			wantChildren: []string{ns}, wantStatus: metav1.ConditionFalse, wantReason: ReasonCreating},
+		{name: "Creating: namespace Active, nothing in it", req: request(spec, nil, namespace()),
+			wantChildren: all, wantStatus: metav1.ConditionFalse, wantReason: ReasonCreating},
+		{name: "Creating: with owners, their cluster-wide access already there", req: request(owned, nil, namespace(), ownerRole(), ownerBinding("ann")),
+			wantChildren: owners, wantStatus: metav1.ConditionFalse, wantReason: ReasonCreating},
+		{name: "NamespaceOutOfDate: nothing inside, the namespace's labels edited", req: request(spec, nil, namespace(label(PodSecurityEnforceLabel, "privileged"))),
+			wantChildren: all, wantStatus: metav1.ConditionFalse, wantReason: ReasonNamespaceOutOfDate},
+		{name: "NamespacePending: children inside seen, the namespace not", req: request(spec, nil, without("Namespace")...),
 			wantChildren: []string{ns}, wantStatus: metav1.ConditionFalse, wantReason: ReasonNamespacePending},
 		{name: "NamespaceTerminating: deletionTimestamp, phase still Active", req: request(spec, nil, namespace(deleting())),
 			wantChildren: []string{ns}, wantStatus: metav1.ConditionFalse, wantReason: ReasonNamespaceTerminating},
@@ -341,6 +349,29 @@ func TestReadyMessage(t *testing.T) {
 			}
 			if diff := cmp.Diff(tt.want, readyMessage("alpha", spec)); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestCreatingOneStatus: a new TeamSpace's first two syncs, before its
+// namespace exists and once it does (nothing inside yet), answer the same
+// status byte for byte, so that the engine writes it once.
+func TestCreatingOneStatus(t *testing.T) {
+	for _, tc := range []struct{ name, spec string }{
+		{"no owners", `{"pods": 4, "cpu": "0.5"}`},
+		{"owners", `{"pods": 4, "cpu": "0.5", "owners": [{"kind": "User", "name": "ann"}]}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			first := Sync(request(tc.spec, nil))
+			second := request(tc.spec, nil, namespace())
+			// The engine wrote the first answer's status; the second
+			// request carries it.
+			second.Parent.Status.Conditions = first.Status.Conditions
+			a, _ := json.Marshal(first.Status)
+			b, _ := json.Marshal(Sync(second).Status)
+			if diff := cmp.Diff(string(a), string(b)); diff != "" {
+				t.Errorf("status of the second sync differs from the first (-first +second):\n%s", diff)
 			}
 		})
 	}
