@@ -118,7 +118,7 @@ func main() {
 	for i := 0; i < *count; i++ {
 		f.names = append(f.names, fmt.Sprintf("%s-%04d", *prefix, i))
 	}
-	if *state != "" {
+	if f.state = *state; f.state != "" {
 		if f.procs, err = benchutil.FindProcs(*state); err != nil {
 			log.Fatal(err)
 		}
@@ -177,6 +177,7 @@ type fleet struct {
 	enginePprof            string
 	profileDir             string
 	profileChurn           int
+	state                  string // the setup's state directory (-state)
 	procs                  []benchutil.Proc
 	ts, quotas             cache.Store
 	floorTime, createReady time.Duration
@@ -792,6 +793,16 @@ func (f *fleet) restart(ctx context.Context, stopCmd, startCmd string, gap time.
 		return fmt.Errorf("start: %w", err)
 	}
 	started := time.Since(start)
+	// The engine is a new process: found again, its CPU from its start is
+	// what the window counts (the stopped one counts 0), and the memory
+	// report at the end is of it.
+	if f.state != "" {
+		procs, err := benchutil.FindProcs(f.state)
+		if err != nil {
+			return err
+		}
+		f.procs = procs
+	}
 
 	probing, probed := make(chan struct{}), make(chan struct{})
 	var samples []time.Duration
