@@ -49,7 +49,7 @@
 #                        CompositeController, patched after start; a period
 #                        works only below the engine's --cache-flush-interval,
 #                        which the shipped flags set to 0) [shipped]
-#   FLEET_COUNTS         TeamSpace counts [100 300 1000]
+#   FLEET_COUNTS         TeamSpace counts [100 1000 2000]
 #   FLEET_PHASES, FLEET_CHURN, FLEET_WINDOW, FLEET_COST_WINDOW, FLEET_STEADY
 #                        hack/bench/fleet's -phases, -churn, -window, -cost-window,
 #                        -steady [all; 0,10,50,100; 60s]
@@ -351,7 +351,7 @@ fleet() {
 			*) engine_flags+=" $word" ;;
 			esac
 		done
-		for count in ${FLEET_COUNTS:-100 300 1000}; do
+		for count in ${FLEET_COUNTS:-100 1000 2000}; do
 			say "fleet: $count TeamSpaces, config $label: $flags (fresh setup)"
 			"$hack/down.sh" >&2 || true
 			engine_with "$engine_flags"

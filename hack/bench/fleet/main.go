@@ -794,12 +794,22 @@ func (f *fleet) restart(ctx context.Context, stopCmd, startCmd string, gap time.
 	}
 	started := time.Since(start)
 	// The engine is a new process: found again, its CPU from its start is
-	// what the window counts (the stopped one counts 0), and the memory
-	// report at the end is of it.
+	// what the window counts, and the memory report at the end is of it.
 	if f.state != "" {
 		procs, err := benchutil.FindProcs(f.state)
 		if err != nil {
 			return err
+		}
+		pids := map[string]int{}
+		for _, p := range f.procs {
+			pids[p.Name] = p.PID
+		}
+		for _, p := range procs {
+			if pids[p.Name] != p.PID {
+				// A new process: all its CPU is in the window (the
+				// stopped one may not have been reaped at begin).
+				w.cpu[p.Name] = 0
+			}
 		}
 		f.procs = procs
 	}
