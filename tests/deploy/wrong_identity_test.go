@@ -55,7 +55,22 @@ func TestEngineWithoutTeamNamespaceGrant(t *testing.T) {
 	patch, _ := json.Marshal(map[string]any{"rules": kept})
 	kubectlOK(t, "patch", "clusterrole", engineRole, "--type=merge", "-p", string(patch))
 
-	kubectlIn(t, []byte(`{"apiVersion":"platform.labhub.io/v1alpha1","kind":"TeamSpace","metadata":{"name":"`+ts+`"},"spec":{"pods":2,"memory":"1Gi"}}`), "create", "-f", "-")
+	// Right after install.sh the API server may not use the policies it
+	// just applied yet (a refusal such as the limits' "no params found"):
+	// the create is retried until accepted, and the first refusal logged.
+	body := []byte(`{"apiVersion":"platform.labhub.io/v1alpha1","kind":"TeamSpace","metadata":{"name":"` + ts + `"},"spec":{"pods":2,"memory":"1Gi"}}`)
+	refused := ""
+	waitFor(t, 30*time.Second, "TeamSpace "+ts+" created", func() error {
+		r := kubectlIn(t, body, "create", "-f", "-")
+		if r.err != nil && !strings.Contains(r.stderr, "AlreadyExists") {
+			if refused == "" {
+				refused = r.stderr
+				t.Logf("create refused, retrying: %s", refused)
+			}
+			return fmt.Errorf("%v", r)
+		}
+		return nil
+	})
 	waitFor(t, 60*time.Second, "the engine's SyncError event naming teamspace-namespaces", func() error {
 		ev := kubectl(t, "get", "events", "--all-namespaces", "--field-selector", "involvedObject.name="+ts+",reason=SyncError", "-o", "jsonpath={.items[*].message}")
 		if !strings.Contains(ev.stdout, "teamspace-namespaces") {
@@ -64,7 +79,7 @@ func TestEngineWithoutTeamNamespaceGrant(t *testing.T) {
 		return nil
 	})
 	msg := kubectlOK(t, "get", "teamspaces.platform.labhub.io", ts, "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].message}`)
-	if !strings.Contains(msg, "waiting for namespace team-"+ts) || !strings.Contains(msg, "kubectl describe teamspace "+ts) {
+	if !strings.Contains(msg, "creating namespace team-"+ts) || !strings.Contains(msg, "kubectl describe teamspace "+ts) {
 		t.Errorf("status message %q: want it to wait for team-%s and say where the engine's error is", msg, ts)
 	}
 	if exists(t, "namespace", "team-"+ts) {
