@@ -243,6 +243,6 @@ func TestWarnsOnPlainHTTPOffLoopback(t *testing.T) {
 // TestMain removes the hook binary the tests built.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	testenv.RemoveHookBuild()
+	testenv.RemoveTempDirs()
 	os.Exit(code)
 }

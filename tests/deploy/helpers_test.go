@@ -39,11 +39,7 @@ import (
 
 func TestMain(m *testing.M) {
 	code := controlplane.Main(m)
-	// Tests leave no temporary directory behind.
-	if emptyKubeconfigDir != "" {
-		os.RemoveAll(emptyKubeconfigDir)
-	}
-	testenv.RemoveHookBuild()
+	testenv.RemoveTempDirs() // tests leave no temporary directory behind
 	os.Exit(code)
 }
 
@@ -79,19 +75,15 @@ func needKubectl(t testing.TB) {
 	}
 }
 
-// emptyKubeconfig is a kubeconfig naming no cluster, for offline kubectl,
-// in emptyKubeconfigDir (removed by TestMain).
+// emptyKubeconfig is a kubeconfig naming no cluster, for offline kubectl.
 var emptyKubeconfig = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "deploy-test-kubeconfig-")
+	dir, err := testenv.SharedTempDir("deploy-test-kubeconfig-")
 	if err != nil {
 		return "", err
 	}
-	emptyKubeconfigDir = dir
 	p := filepath.Join(dir, "kubeconfig")
 	return p, os.WriteFile(p, []byte("apiVersion: v1\nkind: Config\n"), 0o600)
 })
-
-var emptyKubeconfigDir string
 
 // decodeManifests turns YAML (one or more documents) into objects. kubectl
 // parses it offline: `label --local` removing a label nobody has prints the

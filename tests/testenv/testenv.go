@@ -15,7 +15,6 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -82,14 +81,12 @@ func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() error
 }
 
 // BuildHook builds ./hook (CGO_ENABLED=0, like the shipped binary) once per
-// test binary and returns its path. A TestMain that uses it calls
-// RemoveHookBuild when its tests end.
+// test binary and returns its path, in a SharedTempDir.
 var BuildHook = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "teamspace-test-hook-")
+	dir, err := SharedTempDir("teamspace-test-hook-")
 	if err != nil {
 		return "", err
 	}
-	hookBuildDir.Store(&dir)
 	bin := filepath.Join(dir, "teamspace-hook")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -102,15 +99,34 @@ var BuildHook = sync.OnceValues(func() (string, error) {
 	return bin, nil
 })
 
-// hookBuildDir is BuildHook's temporary directory, once it made one.
-var hookBuildDir atomic.Pointer[string]
+// sharedTempDirs are the directories SharedTempDir made.
+var sharedTempDirs struct {
+	sync.Mutex
+	dirs []string
+}
 
-// RemoveHookBuild removes BuildHook's directory (21 MB each; every test
-// binary that built the hook left one in /tmp).
-func RemoveHookBuild() {
-	if dir := hookBuildDir.Load(); dir != nil {
-		os.RemoveAll(*dir)
+// SharedTempDir makes a temporary directory that outlives one test (shared
+// by the tests of a binary, unlike t.TempDir), removed by RemoveTempDirs:
+// a TestMain that uses one calls it when its tests end. (The hook binary
+// alone is 21 MB; every test binary that built it left one in /tmp.)
+func SharedTempDir(pattern string) (string, error) {
+	dir, err := os.MkdirTemp("", pattern)
+	if err == nil {
+		sharedTempDirs.Lock()
+		sharedTempDirs.dirs = append(sharedTempDirs.dirs, dir)
+		sharedTempDirs.Unlock()
 	}
+	return dir, err
+}
+
+// RemoveTempDirs removes every SharedTempDir.
+func RemoveTempDirs() {
+	sharedTempDirs.Lock()
+	defer sharedTempDirs.Unlock()
+	for _, d := range sharedTempDirs.dirs {
+		os.RemoveAll(d)
+	}
+	sharedTempDirs.dirs = nil
 }
 
 // HookBinary is BuildHook that fails the test on error.
