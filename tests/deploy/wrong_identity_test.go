@@ -55,9 +55,12 @@ func TestEngineWithoutTeamNamespaceGrant(t *testing.T) {
 	patch, _ := json.Marshal(map[string]any{"rules": kept})
 	kubectlOK(t, "patch", "clusterrole", engineRole, "--type=merge", "-p", string(patch))
 
-	// Right after install.sh the API server may not use the policies it
-	// just applied yet (a refusal such as the limits' "no params found"):
-	// the create is retried until accepted, and the first refusal logged.
+	// Right after install.sh the API server may not serve TeamSpaces yet:
+	// when an earlier test's uninstall deleted the CRD, the re-created one
+	// is Established before creates are accepted ("Resource kind ...
+	// TeamSpace not found ... a delay between when CustomResourceDefinitions
+	// are created and when they are available"). The create is retried until
+	// accepted, and the first refusal logged.
 	body := []byte(`{"apiVersion":"platform.labhub.io/v1alpha1","kind":"TeamSpace","metadata":{"name":"` + ts + `"},"spec":{"pods":2,"memory":"1Gi"}}`)
 	refused := ""
 	waitFor(t, 30*time.Second, "TeamSpace "+ts+" created", func() error {
