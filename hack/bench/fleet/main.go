@@ -615,9 +615,8 @@ func (t *statusTrail) next(ts *unstructured.Unstructured) *statusTrail {
 
 // resultTransitions prints how many statuses the run's TeamSpaces went
 // through from their creation until now (the engine's status writes; until:
-// the phase, "ready" or "steady"), and
-// their Ready reasons in order
-// (the commonest sequence and how many followed it).
+// the phase, "ready" or "steady"), and their Ready reasons in order (the
+// commonest sequence and how many followed it).
 func (f *fleet) resultTransitions(until string) {
 	f.readyMu.Lock()
 	defer f.readyMu.Unlock()
@@ -735,24 +734,8 @@ func (f *fleet) churnWindow(ctx context.Context, rate int, costWindow, d, podLif
 	}
 
 	w = f.begin(ctx)
-	samples := map[string][]time.Duration{}
-	var failures []string
 	deadline := time.Now().Add(d)
-	for i := 0; time.Now().Before(deadline); i++ {
-		name := f.names[rand.IntN(len(f.names))]
-		kind := "restore"
-		if i%2 == 1 {
-			kind = "revert"
-		}
-		took, err := f.probe(ctx, kind, name)
-		if err != nil {
-			failures = append(failures, fmt.Sprintf("%s %s: %v", kind, name, err))
-			fmt.Fprintf(os.Stderr, "  probe %s %s failed: %v\n", kind, name, err)
-		} else {
-			samples[kind] = append(samples[kind], took)
-		}
-		time.Sleep(gap)
-	}
+	samples, failures := f.probeUntil(ctx, func() bool { return !time.Now().Before(deadline) }, gap, "restore", "revert")
 	line, probing := w.end(ctx)
 	secs = probing.secs
 	stop()
@@ -815,24 +798,19 @@ func (f *fleet) restart(ctx context.Context, stopCmd, startCmd string, gap time.
 	}
 
 	probing, probed := make(chan struct{}), make(chan struct{})
-	var samples []time.Duration
+	var samples map[string][]time.Duration
 	var failures []string
 	go func() {
 		defer close(probed)
-		for {
+		stopped := func() bool {
 			select {
 			case <-probing:
-				return
+				return true
 			default:
+				return false
 			}
-			name := f.names[rand.IntN(len(f.names))]
-			if took, err := f.probe(ctx, "restore", name); err != nil {
-				failures = append(failures, fmt.Sprintf("restore %s: %v", name, err))
-			} else {
-				samples = append(samples, took)
-			}
-			time.Sleep(gap)
 		}
+		samples, failures = f.probeUntil(ctx, stopped, gap, "restore")
 	}()
 	deadline := time.Now().Add(f.timeout)
 	var synced float64
@@ -855,7 +833,7 @@ func (f *fleet) restart(ctx context.Context, stopCmd, startCmd string, gap time.
 	close(probing)
 	<-probed
 	line, _ := w.end(ctx)
-	st := benchutil.Summarise(samples)
+	st := benchutil.Summarise(samples["restore"])
 	f.result("restart count=%d start_s=%.1f all_synced_s=%.1f hook_syncs=%g restore_n=%d restore_p50_ms=%s restore_p99_ms=%s restore_max_ms=%s probe_failures=%d %s",
 		len(f.names), started.Seconds(), all.Seconds(), synced, st.N, benchutil.Ms(st.P50), benchutil.Ms(st.P99), benchutil.Ms(st.Max), len(failures), line)
 	if len(failures) > 0 {
@@ -880,6 +858,25 @@ func (f *fleet) hookSyncs(ctx context.Context) (float64, error) {
 		n += v
 	}
 	return n, nil
+}
+
+// probeUntil runs drift probes on TeamSpaces picked at random, of kinds
+// in turn, gap apart, until done: the samples by kind and the failures.
+func (f *fleet) probeUntil(ctx context.Context, done func() bool, gap time.Duration, kinds ...string) (map[string][]time.Duration, []string) {
+	samples := map[string][]time.Duration{}
+	var failures []string
+	for i := 0; !done(); i++ {
+		name, kind := f.names[rand.IntN(len(f.names))], kinds[i%len(kinds)]
+		took, err := f.probe(ctx, kind, name)
+		if err != nil {
+			failures = append(failures, fmt.Sprintf("%s %s: %v", kind, name, err))
+			fmt.Fprintf(os.Stderr, "  probe %s %s failed: %v\n", kind, name, err)
+		} else {
+			samples[kind] = append(samples[kind], took)
+		}
+		time.Sleep(gap)
+	}
+	return samples, failures
 }
 
 func hardPods(rl corev1.ResourceList) string {
