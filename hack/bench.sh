@@ -10,9 +10,10 @@
 #            minimal net/http server) under wrk on loopback, alternating
 #            bare, hook, bare, hook... in one run; medians, ratio, VmHWM/VmRSS
 #   e2e      with the real engine (hack/up.sh in a private state directory):
-#            hack/bench/drift for every engine configuration of
-#            ENGINE_CONFIGS, then hack/bench/scale (200 TeamSpaces) for
-#            every configuration of SCALE_ENGINE_CONFIGS; hack/down.sh at the end
+#            hack/bench/drift (every child) for every engine configuration
+#            of ENGINE_CONFIGS, then hack/bench/fleet at 200 TeamSpaces
+#            (create, steady, catchup) for every configuration of
+#            SCALE_ENGINE_CONFIGS; hack/down.sh at the end
 #   fleet    with the real engine, for every configuration of FLEET_CONFIGS
 #            and every count of FLEET_COUNTS, on a fresh private setup each:
 #            hack/bench/fleet (an empty window, API server floor, create-to-Ready, steady
@@ -34,12 +35,13 @@
 #   ENGINE_VERSION       its version, for machine.txt (the binary does not tell)
 #   ENGINE_CONFIGS       ";"-separated "label=engine flags" for drift
 #                        [see ENGINE_CONFIGS_DEFAULT below]
-#   SCALE_ENGINE_CONFIGS the same for scale, each on a fresh setup
+#   SCALE_ENGINE_CONFIGS the same for that fleet run, each on a fresh setup
 #                        [qps50 (the earlier flags) and shipped (engine_tuning_flags: the systemd unit's)]
 #   DRIFT_REPS           repetitions of restore and of revert [20]
-#   SCALE_COUNT          TeamSpaces in scale [200]
+#   DRIFT_CHILDREN       children drift breaks [quota,limitrange,rolebinding,networkpolicy]
+#   SCALE_COUNT          TeamSpaces of e2e's fleet run [200]
 #   SCALE_STEADY         steady-state window [60s]
-#   SCALE_DOWN           how long the engine is stopped in catch-up [60s]
+#   SCALE_DOWN           how long the engine is stopped in catchup [60s]
 #   BENCH_STATE          TEAMSPACE_STATE of the private setup [/tmp/teamspace-bench]
 #   HOOK_PORT            hook port of that setup [18380]
 #   BENCH_ENGINE_METRICS_PORT, BENCH_ENGINE_HEALTH_PORT  engine ports [28999, 28081]
@@ -73,7 +75,6 @@ out=$(cd "$out" && pwd)
 bin=$out/bin
 mkdir -p "$bin"
 
-say() { printf '[%s] bench: %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
 # ------------------------------------------------------------------ machine
 
@@ -137,15 +138,9 @@ stop_servers() {
 	started_pids=()
 }
 
-wait_port() {
-	local i
-	for ((i = 0; i < 100; i++)); do
-		curl -fsS -o /dev/null --max-time 1 "http://127.0.0.1:$1/healthz" 2>/dev/null && return 0
-		# bare answers every path; the hook answers /healthz
-		sleep 0.1
-	done
-	die "nothing answers on 127.0.0.1:$1"
-}
+# wait_port PORT: the server there answers /healthz (bare answers every
+# path) within 10 s.
+wait_port() { wait_http "http://127.0.0.1:$1/healthz" 10 || die "nothing answers on 127.0.0.1:$1"; }
 
 median() { sort -g | awk '{a[NR]=$1} END {if (NR == 0) print "nan"; else if (NR % 2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
 
@@ -272,7 +267,7 @@ e2e() {
 	export HOOK_PORT=${HOOK_PORT:-18380}
 	[[ -n ${METACONTROLLER_BIN:-} ]] || command -v metacontroller >/dev/null ||
 		die "e2e needs the engine: set METACONTROLLER_BIN (see hack/up.sh)"
-	(cd "$hack" && go build -o "$bin/drift" ./bench/drift && go build -o "$bin/scale" ./bench/scale)
+	(cd "$hack" && go build -o "$bin/drift" ./bench/drift && go build -o "$bin/fleet" ./bench/fleet)
 	trap e2e_down EXIT
 	e2e_setup_started=1
 
@@ -285,21 +280,24 @@ e2e() {
 		engine_with "$flags"
 		eval "$("$hack/up.sh" env)"
 		"$bin/drift" -reps "${DRIFT_REPS:-20}" -name "bench-drift-$label" -label "$label" \
+			-children "${DRIFT_CHILDREN:-quota,limitrange,rolebinding,networkpolicy}" \
 			2>"$out/drift-$label.log" | tee "$out/drift-$label.txt" >&2
 	done
 	grep -h '^RESULT' "$out"/drift-*.txt | tee "$out/drift.txt" >&2
 
-	# scale: a fresh setup per configuration, so each starts from an empty cluster
+	# fleet at SCALE_COUNT: a fresh setup per configuration, so each starts
+	# from an empty cluster
 	IFS=';' read -r -a configs <<<"${SCALE_ENGINE_CONFIGS:-$SCALE_ENGINE_CONFIGS_DEFAULT}"
 	: >"$out/scale.txt"
 	for cfg in "${configs[@]}"; do
 		label=${cfg%%=*}
 		flags=${cfg#*=}
-		say "e2e: scale, engine config $label: $flags (fresh setup)"
+		say "e2e: fleet of ${SCALE_COUNT:-200}, engine config $label: $flags (fresh setup)"
 		"$hack/down.sh" >&2 || true
 		engine_with "$flags"
 		eval "$("$hack/up.sh" env)"
-		"$bin/scale" -count "${SCALE_COUNT:-200}" -steady "${SCALE_STEADY:-60s}" -down "${SCALE_DOWN:-60s}" \
+		"$bin/fleet" -count "${SCALE_COUNT:-200}" -prefix scale -phases create,steady,catchup \
+			-steady "${SCALE_STEADY:-60s}" -down "${SCALE_DOWN:-60s}" \
 			-engine-metrics "http://127.0.0.1:$BENCH_ENGINE_METRICS_PORT/metrics" \
 			-hook-metrics "$TEAMSPACE_HOOK_URL/metrics" \
 			-stop-cmd "'$hack/up.sh' engine-stop" \
@@ -481,7 +479,7 @@ for s in "${steps[@]}"; do
 	case $s in
 	all) machine; micro; http; e2e ;;
 	machine | micro | http | e2e | fleet | failover) "$s" ;;
-	-h | --help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) usage; exit 0 ;;
 	*) die "unknown step $s (see --help)" ;;
 	esac
 done

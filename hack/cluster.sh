@@ -29,11 +29,6 @@ STATE="${TEAMSPACE_STATE:-${XDG_RUNTIME_DIR:-/tmp}/teamspace-cluster}"
 MARKER=".teamspace-cluster"
 PIDFILE="${STATE}/controlplane.pid"
 
-usage() {
-	sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}" >&2
-	exit 2
-}
-
 running() {
 	pid_owned "${PIDFILE}" "${STATE}" >/dev/null
 }
@@ -58,13 +53,13 @@ cmd_env() {
 cmd_down() {
 	stop_owned "${PIDFILE}" "${STATE}" "the control plane" 30
 	remove_state
-	log "cluster in ${STATE} is down"
+	say "cluster in ${STATE} is down"
 }
 
 cmd_up() {
 	if running; then
 		[[ -f "${STATE}/env" ]] || die "a cluster in ${STATE} runs but is not ready: run hack/cluster.sh down first"
-		log "cluster in ${STATE} is already up"
+		say "cluster in ${STATE} is already up"
 		return 0
 	fi
 	ensure_kube_binaries
@@ -79,24 +74,24 @@ cmd_up() {
 	for ((i = 0; i < 3000; i++)); do
 		[[ -f "${STATE}/env" ]] && break
 		if ! running; then
-			log "the control plane exited; last lines of ${STATE}/controlplane.log:"
+			say "the control plane exited; last lines of ${STATE}/controlplane.log:"
 			tail -n 40 "${STATE}/controlplane.log" >&2 || true
 			die "hack/cluster.sh up failed (logs in ${STATE}/logs)"
 		fi
 		sleep 0.1
 	done
 	[[ -f "${STATE}/env" ]] || { cmd_down; die "the control plane was not ready in 300s"; }
-	log "cluster up in $((SECONDS - start))s (${TEAMSPACE_DATASTORE}, Kubernetes ${KUBE_VERSION}): state in ${STATE}, logs in ${STATE}/logs"
+	say "cluster up in $((SECONDS - start))s (${TEAMSPACE_DATASTORE}, Kubernetes ${KUBE_VERSION}): state in ${STATE}, logs in ${STATE}/logs"
 	cmd_env
 }
 
 main() {
-	[[ $# -eq 1 ]] || usage
+	[[ $# -eq 1 ]] || { usage >&2; exit 2; }
 	case "$1" in
 	up) cmd_up ;;
 	down) cmd_down ;;
 	env) cmd_env ;;
-	*) usage ;;
+	*) usage >&2; exit 2 ;;
 	esac
 }
 

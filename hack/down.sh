@@ -5,9 +5,10 @@
 # the archive stay under the state directory unless hack/cluster.sh down
 # removes it.
 set -euo pipefail
+prog=down.sh
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-hack=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-
-"$hack/up.sh" stop
-echo "down.sh: control plane: hack/cluster.sh down" >&2
-"$hack/cluster.sh" down
+"$TEAMSPACE_HACK_DIR/up.sh" stop
+say "control plane: hack/cluster.sh down"
+"$TEAMSPACE_HACK_DIR/cluster.sh" down

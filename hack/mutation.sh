@@ -24,7 +24,7 @@ FAST_SUITE="-short ./hook/... ./tests"
 
 tools="${TEAMSPACE_CACHE:-${HOME}/.cache/teamspace}/tools/gremlins-${GREMLINS_VERSION}"
 if [[ ! -x "${tools}/gremlins" ]]; then
-	log "installing gremlins ${GREMLINS_VERSION}"
+	say "installing gremlins ${GREMLINS_VERSION}"
 	GOBIN="${tools}" go install "github.com/go-gremlins/gremlins/cmd/gremlins@${GREMLINS_VERSION}"
 fi
 
@@ -47,7 +47,7 @@ mkdir -p mutation-out
 pkgs=("$@")
 ((${#pkgs[@]} > 0)) || pkgs=(hook/teamspace hook/archive hook/server)
 for pkg in "${pkgs[@]}"; do
-	log "==> gremlins over ${pkg} (fast suite: ${FAST_SUITE})"
+	say "==> gremlins over ${pkg} (fast suite: ${FAST_SUITE})"
 	PATH="${shim}:${PATH}" nice -n 19 "${tools}/gremlins" unleash \
 		--integration --coverpkg "./${pkg}" --workers 1 --timeout-coefficient 5 \
 		--output "mutation-out/${pkg//\//-}.json" "./${pkg}"

@@ -44,7 +44,7 @@ ensure_tree() {
 	flock "${lock_fd}"
 	if [[ ! -s "${TREE}" ]]; then
 		tmp="$(mktemp -d "${TREE%/*}/build.XXXXXX")"
-		log "debootstrap ${NODE_SUITE} (${NODE_PACKAGES}) into ${tmp}"
+		say "debootstrap ${NODE_SUITE} (${NODE_PACKAGES}) into ${tmp}"
 		if ! unshare --mount --propagation private debootstrap --variant=minbase \
 			--include="${NODE_PACKAGES}" "${NODE_SUITE}" "${tmp}/root" http://deb.debian.org/debian >"${tmp}.log" 2>&1; then
 			tail -n 20 "${tmp}.log" >&2
@@ -55,7 +55,7 @@ ensure_tree() {
 		tar -C "${tmp}/root" --numeric-owner -cf "${TREE}.tmp" .
 		mv "${TREE}.tmp" "${TREE}"
 		rm -rf "${tmp}" "${tmp}.log"
-		log "node root built in $((SECONDS - start))s: ${TREE}"
+		say "node root built in $((SECONDS - start))s: ${TREE}"
 	fi
 	exec {lock_fd}>&-
 }
@@ -65,7 +65,7 @@ ensure_tree() {
 prepare_root() {
 	local root="${STATE}/root"
 	[[ -d "${root}/etc" ]] && return 0
-	log "extracting the node root into ${root}"
+	say "extracting the node root into ${root}"
 	mkdir -p "${root}"
 	tar -C "${root}" --numeric-owner -xf "${TREE}"
 	install -D -m 0755 "${TEAMSPACE_HACK_DIR}/node/k3s-standin.sh" "${root}/usr/local/lib/teamspace-node/k3s-standin.sh"
@@ -112,7 +112,7 @@ node_exec() {
 
 boot() {
 	if nspawn_pid >/dev/null; then
-		log "node already running"
+		say "node already running"
 		wait_booted
 		return 0
 	fi
@@ -135,7 +135,7 @@ boot() {
 	[[ -d /run/systemd/nspawn ]] || touch "${STATE}/remove-run-nspawn"
 	local d
 	for d in "${CGROUP_DIRS[@]}"; do mkdir -p "${d}"; done
-	log "booting the node (${STATE}/console.log)"
+	say "booting the node (${STATE}/console.log)"
 	(
 		for d in "${CGROUP_DIRS[@]}"; do printf '%s\n' "${BASHPID}" >"${d}/cgroup.procs"; done
 		exec setsid unshare --mount --propagation private systemd-nspawn --quiet \
@@ -160,7 +160,7 @@ wait_booted() {
 		sleep 0.2
 	done
 	[[ "${state}" == running ]] || { node_exec systemctl --failed >&2 || true; die "node not running after boot (state '${state}')"; }
-	log "node up (k3s.service $(node_exec systemctl is-active k3s.service))"
+	say "node up (k3s.service $(node_exec systemctl is-active k3s.service))"
 }
 
 # remove_cgroups removes the cgroups nspawn made under ours (payload,
@@ -184,7 +184,7 @@ remove_cgroups() {
 	done
 	for d in "${CGROUP_DIRS[@]}"; do
 		[[ -d "${d}" ]] || continue
-		log "cgroup ${d} is still there; tasks in it:"
+		say "cgroup ${d} is still there; tasks in it:"
 		find "${d}" -name cgroup.procs -exec grep -H . {} + >&2 || true
 	done
 	die "could not remove the node's cgroups"
@@ -193,14 +193,14 @@ remove_cgroups() {
 stop() {
 	local pid i
 	if pid="$(nspawn_pid)"; then
-		log "powering the node off"
+		say "powering the node off"
 		node_exec systemctl poweroff >/dev/null 2>&1 || true
 		for ((i = 0; i < 600; i++)); do
 			nspawn_pid >/dev/null || break
 			sleep 0.1
 		done
 		if nspawn_pid >/dev/null; then
-			log "node did not power off in 60s; killing systemd-nspawn"
+			say "node did not power off in 60s; killing systemd-nspawn"
 			kill -KILL "${pid}" 2>/dev/null || true
 			sleep 1
 		fi

@@ -21,7 +21,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "${TEAMSPACE_ROOT}"
 
 step() {
-	log "==> $*"
+	say "$(date +%H:%M:%S) ==> $*"
 }
 
 go_vet() {

@@ -36,15 +36,11 @@
 set -euo pipefail
 export LC_ALL=C
 
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-cluster_sh="$repo/hack/cluster.sh"
+prog=up.sh
 # shellcheck source-path=SCRIPTDIR source=lib.sh
-source "$repo/hack/lib.sh"
-
-say() { printf 'up.sh: %s\n' "$*" >&2; }
-die() { printf 'up.sh: error: %s\n' "$*" >&2; exit 1; }
-
-usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//'; }
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+repo=$TEAMSPACE_ROOT
+cluster_sh="$repo/hack/cluster.sh"
 
 # find_engine prints the Metacontroller binary to use, or explains how to get one.
 find_engine() {
@@ -83,9 +79,6 @@ repository at tag v4.17.2). Nothing has been started."
 	printf '%s\n' "$(cd "$(dirname "$f")" && pwd)/$(basename "$f")"
 }
 
-# port_in_use PORT: true when something accepts connections on 127.0.0.1:PORT.
-port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-
 # free_port FIRST [AVOID...]: the first port from FIRST up that is free and not in AVOID.
 free_port() {
 	local p=$1 a
@@ -122,22 +115,16 @@ pid_alive() {
 	pid_owned "$1" "$state" >/dev/null
 }
 
-# wait_http URL PIDFILE LOG WHAT: wait until URL answers 200 while the process lives.
-wait_http() {
-	local url=$1 pidfile=$2 log=$3 what=$4 i
-	for ((i = 0; i < 300; i++)); do
-		if curl -fsS -o /dev/null --max-time 1 "$url" 2>/dev/null; then
-			return 0
-		fi
-		if ! pid_alive "$pidfile"; then
-			say "$what exited; last lines of $log:"
-			tail -n 30 "$log" >&2 || true
-			rm -f "$pidfile"
-			exit 1
-		fi
-		sleep 0.1
-	done
-	say "$what did not answer $url within 30 s; last lines of $log:"
+# wait_up URL PIDFILE LOG WHAT: wait until URL answers while the process
+# lives; else show the end of its log and exit.
+wait_up() {
+	local url=$1 pidfile=$2 log=$3 what=$4 rc=0
+	wait_http "$url" 30 pid_alive "$pidfile" || rc=$?
+	case $rc in
+	0) return 0 ;;
+	2) say "$what exited; last lines of $log:"; rm -f "$pidfile" ;;
+	*) say "$what did not answer $url within 30 s; last lines of $log:" ;;
+	esac
 	tail -n 30 "$log" >&2 || true
 	exit 1
 }
@@ -154,13 +141,16 @@ load_upenv() {
 	source "$upenv"
 }
 
+# running PIDFILE WHAT: true, and says so, when WHAT runs already.
+running() {
+	pid_alive "$1" || return 1
+	say "$2 already running (pid $(cat "$1"))"
+}
+
 engine_start() {
 	load_upenv
 	local pidfile=$updir/run/metacontroller.pid log=$updir/logs/metacontroller.log
-	if pid_alive "$pidfile"; then
-		say "Metacontroller already running (pid $(cat "$pidfile"))"
-		return 0
-	fi
+	running "$pidfile" Metacontroller && return 0
 	# The ports saved in up.env may have been taken meanwhile; another
 	# engine answering the health check must not pass for this one.
 	if curl -fsS -o /dev/null --max-time 1 "http://127.0.0.1:$TEAMSPACE_ENGINE_HEALTH_PORT/healthz" 2>/dev/null; then
@@ -179,7 +169,7 @@ engine_start() {
 		--health-probe-bind-address="127.0.0.1:$TEAMSPACE_ENGINE_HEALTH_PORT" \
 		--pprof-address=0 \
 		"${extra[@]}"
-	wait_http "http://127.0.0.1:$TEAMSPACE_ENGINE_HEALTH_PORT/healthz" "$pidfile" "$log" Metacontroller
+	wait_up "http://127.0.0.1:$TEAMSPACE_ENGINE_HEALTH_PORT/healthz" "$pidfile" "$log" Metacontroller
 	sleep 0.3
 	pid_alive "$pidfile" || { tail -n 30 "$log" >&2; die "Metacontroller exited right after starting (log $log)"; }
 	say "Metacontroller running (pid $(cat "$pidfile")), log $log"
@@ -192,26 +182,21 @@ engine_stop() {
 hook_start() {
 	load_upenv
 	local pidfile=$updir/run/hook.pid log=$updir/logs/hook.log
-	if pid_alive "$pidfile"; then
-		say "hook already running (pid $(cat "$pidfile"))"
-		return 0
-	fi
+	running "$pidfile" hook && return 0
 	start_bg "$pidfile" "$log" "$updir/bin/teamspace-hook" \
 		--listen-address="127.0.0.1:$TEAMSPACE_HOOK_PORT" \
 		--archive-dir="$TEAMSPACE_ARCHIVE_DIR" \
 		--log-level=info
-	wait_http "$TEAMSPACE_HOOK_URL/healthz" "$pidfile" "$log" hook
+	wait_up "$TEAMSPACE_HOOK_URL/healthz" "$pidfile" "$log" hook
 	say "hook running (pid $(cat "$pidfile")) on $TEAMSPACE_HOOK_URL, log $log"
 }
 
-# apply_controller: compositecontroller.yaml with its hook URLs pointed at the local hook.
+# apply_controller applies the setup's CompositeController: its hook URLs
+# at the local hook, rendered once by up (hack/lib.sh compositecontroller_at)
+# into $updir/compositecontroller.yaml, which `env` names for the tests.
 apply_controller() {
 	load_upenv
-	local tmp
-	tmp=$(mktemp)
-	compositecontroller_at "$TEAMSPACE_HOOK_URL" >"$tmp"
-	kubectl apply -f "$tmp" >&2
-	rm -f "$tmp"
+	kubectl apply -f "$updir/compositecontroller.yaml" >&2
 }
 
 print_env() {
@@ -222,6 +207,7 @@ export PATH=$(printf '%q' "$PATH")
 export TEAMSPACE_STATE=$(printf '%q' "$TEAMSPACE_STATE")
 export TEAMSPACE_HOOK_URL=$(printf '%q' "$TEAMSPACE_HOOK_URL")
 export TEAMSPACE_ARCHIVE_DIR=$(printf '%q' "$TEAMSPACE_ARCHIVE_DIR")
+export TEAMSPACE_COMPOSITECONTROLLER=$(printf '%q' "$updir/compositecontroller.yaml")
 EOF
 }
 
@@ -230,8 +216,7 @@ up() {
 	while (($#)); do
 		case $1 in
 		--no-controller) no_controller=1 ;;
-		-h | --help) usage; exit 0 ;;
-		*) die "unknown argument $1 (see --help)" ;;
+		*) other_arg "$1" ;;
 		esac
 		shift
 	done
@@ -312,6 +297,7 @@ up() {
 	hook_start
 	engine_start
 
+	compositecontroller_at "$TEAMSPACE_HOOK_URL" >"$updir/compositecontroller.yaml"
 	if [[ -z $no_controller ]]; then
 		say "applying compositecontroller.yaml (hooks at $TEAMSPACE_HOOK_URL)"
 		apply_controller

@@ -19,15 +19,19 @@
 # Environment: WALKTHROUGH_OUT (evidence, default ./walkthrough-out),
 # ENGINE_STOP / ENGINE_START (commands; default hack/up.sh engine-stop / engine-start).
 set -euo pipefail
+prog=walkthrough.sh
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+repo=$TEAMSPACE_ROOT
 
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-[[ -n ${KUBECONFIG:-} && -n ${TEAMSPACE_HOOK_URL:-} ]] ||
-	eval "$("$repo/hack/up.sh" env)" ||
-	{ echo 'walkthrough: no local setup: run hack/up.sh first' >&2; exit 1; }
+if [[ -z ${KUBECONFIG:-} || -z ${TEAMSPACE_HOOK_URL:-} || -z ${TEAMSPACE_COMPOSITECONTROLLER:-} ]]; then
+	setup=$("$repo/hack/up.sh" env) || die "no local setup: run hack/up.sh first"
+	eval "$setup"
+fi
 out=${WALKTHROUGH_OUT:-./walkthrough-out}
 mkdir -p "$out"
 WALKTHROUGH_OUT=$(cd "$out" && pwd)
-export WALKTHROUGH_OUT WALKTHROUGH_CLUSTER=current KUBECONFIG TEAMSPACE_HOOK_URL
+export WALKTHROUGH_OUT WALKTHROUGH_CLUSTER=current KUBECONFIG TEAMSPACE_HOOK_URL TEAMSPACE_COMPOSITECONTROLLER
 export TEAMSPACE_ARCHIVE_DIR=${TEAMSPACE_ARCHIVE_DIR:-} TEAMSPACE_STATE=${TEAMSPACE_STATE:-}
 cd "$repo"
 exec go test ./tests/e2e -count=1 -v -timeout 30m -run '^TestWalkthrough$'

@@ -39,8 +39,6 @@ prog=install.sh
 # shellcheck source=hack/deploy/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//'; }
-
 METACONTROLLER_VERSION=v4.17.2
 default_crds="https://raw.githubusercontent.com/metacontroller/metacontroller/$METACONTROLLER_VERSION/manifests/production/metacontroller-crds-v1.yaml"
 
@@ -53,11 +51,7 @@ while (($# > 0)); do
 	--hook-address=*) HOOK_ADDRESS=${1#*=} ;;
 	--metrics-address=*) METACONTROLLER_METRICS_ADDRESS=${1#*=} ;;
 	--health-address=*) METACONTROLLER_HEALTH_ADDRESS=${1#*=} ;;
-	-h | --help)
-		usage
-		exit 0
-		;;
-	*) die "unknown argument '$1' (see --help)" ;;
+	*) other_arg "$1" ;;
 	esac
 	shift
 done
@@ -80,9 +74,6 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 # --- preflight --------------------------------------------------------------
-# in_use ADDRESS: something accepts TCP connections on HOST:PORT.
-in_use() { (exec 3<>"/dev/tcp/${1%:*}/${1##*:}") 2>/dev/null; }
-
 # ours_running UNIT: this install's UNIT runs (so its port is ours).
 ours_running() {
 	if [[ $SERVICE_MANAGER == systemd ]]; then
@@ -97,6 +88,7 @@ ours_running() {
 # leaves no binary, unit or cluster object behind; a re-run after the fix
 # starts from scratch.
 preflight() {
+	command -v curl >/dev/null || die "curl not found: install.sh checks the services' /healthz with it"
 	command -v "$KUBECTL" >/dev/null || die "kubectl not found (k3s: ln -s /usr/local/bin/k3s /usr/local/bin/kubectl, or set KUBECTL)"
 	if [[ $SERVICE_MANAGER == systemd ]]; then
 		[[ $(id -u) == 0 ]] || die "run as root (or SERVICE_MANAGER=none with a DESTDIR)"
@@ -136,7 +128,7 @@ preflight() {
 		"metacontroller $METACONTROLLER_METRICS_ADDRESS METACONTROLLER_METRICS_ADDRESS" \
 		"metacontroller $METACONTROLLER_HEALTH_ADDRESS METACONTROLLER_HEALTH_ADDRESS"; do
 		read -r unit addr what <<<"$check"
-		if in_use "$addr" && ! ours_running "$unit"; then
+		if port_in_use "$addr" && ! ours_running "$unit"; then
 			die "port $addr ($what, for $unit) is already in use by another process: stop it or choose another address (--help)"
 		fi
 	done
@@ -303,28 +295,23 @@ else
 	done
 fi
 
-# wait_http NAME URL: wait up to 30 s for URL to answer 200.
-wait_http() {
-	local name=$1 url=$2 i
-	command -v curl >/dev/null || {
-		warn "curl not found; not checking $url"
-		return 0
-	}
-	for ((i = 0; i < 60; i++)); do
-		curl -fsS -o /dev/null --max-time 2 "$url" 2>/dev/null && return 0
-		sleep 0.5
-	done
+# healthy NAME URL: NAME answers URL within 30 s, or the install stops
+# with where to look.
+healthy() {
+	wait_http "$2" 30 && return 0
 	if [[ $SERVICE_MANAGER == systemd ]]; then
-		die "$name is not healthy at $url: see journalctl -u $name.service"
+		die "$1 is not healthy at $2: see journalctl -u $1.service"
 	fi
-	die "$name is not healthy at $url: see $logdir/$name.log"
+	die "$1 is not healthy at $2: see $logdir/$1.log"
 }
-wait_http teamspace-hook "http://$HOOK_ADDRESS/healthz"
-wait_http metacontroller "http://$METACONTROLLER_HEALTH_ADDRESS/healthz"
+healthy teamspace-hook "http://$HOOK_ADDRESS/healthz"
+healthy metacontroller "http://$METACONTROLLER_HEALTH_ADDRESS/healthz"
 
-# Last: the CompositeController, its hook URLs at this install's hook.
+# Last: the CompositeController, its hook URLs at this install's hook, kept
+# as applied in $confdir (what the walkthrough on a node re-applies).
 compositecontroller_at "http://$HOOK_ADDRESS" >"$tmp/compositecontroller.yaml"
+install -m 0644 "$tmp/compositecontroller.yaml" "$confdir/compositecontroller.yaml"
 say "applying the CompositeController (hook at http://$HOOK_ADDRESS)"
-apply -f "$tmp/compositecontroller.yaml" >&2
+apply -f "$confdir/compositecontroller.yaml" >&2
 
 say "done. Try: kubectl apply -f - <<<'{\"apiVersion\":\"platform.labhub.io/v1alpha1\",\"kind\":\"TeamSpace\",\"metadata\":{\"name\":\"demo\"},\"spec\":{\"pods\":5}}'; kubectl get teamspaces"

@@ -1,10 +1,11 @@
 # shellcheck shell=bash disable=SC2034 # (variables used by the scripts that source it)
-# Shared by hack/deploy/install.sh and hack/deploy/uninstall.sh: settings,
-# logging and the SERVICE_MANAGER=none runner. Source it; it runs nothing.
+# Shared by hack/deploy/install.sh, uninstall.sh and status.sh: the names of
+# what an install makes, its settings and the SERVICE_MANAGER=none runner, on
+# top of hack/lib.sh (messages, ports, background processes). Source it; it
+# runs nothing.
 
 deploy_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$deploy_dir/../.." && pwd)
-# Background processes (SERVICE_MANAGER=none) as every script here runs them.
 # shellcheck source-path=SCRIPTDIR source=../lib.sh
 source "$deploy_dir/../lib.sh"
 
@@ -17,17 +18,6 @@ TS_COMPOSITECONTROLLER=teamspace
 TS_CRD=teamspaces.platform.labhub.io
 # The CRD annotation guardrails.yaml wants before the CRD may be deleted.
 TS_ALLOW_DELETE=platform.labhub.io/allow-delete
-
-: "${prog:=deploy}"
-
-say() { printf '%s: %s\n' "$prog" "$*" >&2; }
-# one_line joins lines with ", ".
-one_line() { paste -sd, - | sed 's/,/, /g'; }
-warn() { printf '%s: WARNING: %s\n' "$prog" "$*" >&2; }
-die() {
-	printf '%s: error: %s\n' "$prog" "$*" >&2
-	exit 1
-}
 
 # load_settings reads the settings both scripts share from the environment
 # (the flags of the scripts set the same variables first).

@@ -31,8 +31,6 @@ prog=status.sh
 # shellcheck source=hack/deploy/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//'; }
-
 archive_dir=${TEAMSPACE_ARCHIVE_DIR:-}
 kubeconfig=""
 while (($# > 0)); do
@@ -49,11 +47,7 @@ while (($# > 0)); do
 		kubeconfig=$2
 		shift
 		;;
-	-h | --help)
-		usage
-		exit 0
-		;;
-	*) die "unknown argument '$1' (see --help)" ;;
+	*) other_arg "$1" ;;
 	esac
 	shift
 done

@@ -42,8 +42,6 @@ prog=uninstall.sh
 # shellcheck source=hack/deploy/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//'; }
-
 delete_teamspaces=""
 yes=""
 wait_deleting=""
@@ -57,11 +55,7 @@ while (($# > 0)); do
 	--service-manager=*) SERVICE_MANAGER=${1#*=} ;;
 	--destdir=*) DESTDIR=${1#*=} ;;
 	--prefix=*) PREFIX=${1#*=} ;;
-	-h | --help)
-		usage
-		exit 0
-		;;
-	*) die "unknown argument '$1' (see --help)" ;;
+	*) other_arg "$1" ;;
 	esac
 	shift
 done
@@ -223,7 +217,7 @@ if [[ -n $cluster ]]; then
 fi
 
 # --- host files -------------------------------------------------------------
-rm -f "$engine_kubeconfig"
+rm -f "$engine_kubeconfig" "$confdir/compositecontroller.yaml"
 for u in "${TS_UNITS[@]}"; do
 	rm -f "$unitdir/$u.service"
 done

@@ -359,3 +359,25 @@ func removeAdmissionPolicies(t testing.TB) {
 		kubectl(t, "delete", "--ignore-not-found", "-f", filepath.Join(repoRoot(t), "hack", "deploy", f))
 	}
 }
+
+// createTeamSpace creates a TeamSpace from its JSON body, retrying for 30 s.
+// Right after install.sh the API server may not serve TeamSpaces yet: when
+// an earlier test's uninstall deleted the CRD, the re-created one is
+// Established before creates are accepted ("Resource kind ... TeamSpace not
+// found ... a delay between when CustomResourceDefinitions are created and
+// when they are available"). The first refusal is logged.
+func createTeamSpace(t *testing.T, body []byte) {
+	t.Helper()
+	refused := ""
+	waitFor(t, 30*time.Second, "the TeamSpace created", func() error {
+		r := kubectlIn(t, body, "create", "-f", "-")
+		if r.err != nil && !strings.Contains(r.stderr, "AlreadyExists") {
+			if refused == "" {
+				refused = r.stderr
+				t.Logf("create refused, retrying: %s", refused)
+			}
+			return fmt.Errorf("%v", r)
+		}
+		return nil
+	})
+}

@@ -1,14 +1,11 @@
 package deploy
 
 import (
-	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -128,172 +125,41 @@ func TestRBACBounds(t *testing.T) {
 	}
 }
 
-// proc is a background process of the test with its output in a file.
-type proc struct {
-	cmd  *exec.Cmd
-	log  string
-	done chan struct{}
-}
-
-func startProc(t *testing.T, name string, argv ...string) *proc {
-	t.Helper()
-	logPath := filepath.Join(t.TempDir(), name+".log")
-	f, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Stdout, cmd.Stderr = f, f
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting %s: %v", name, err)
-	}
-	p := &proc{cmd: cmd, log: logPath, done: make(chan struct{})}
-	go func() {
-		_ = cmd.Wait()
-		f.Close()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-p.done:
-		case <-time.After(20 * time.Second):
-			_ = cmd.Process.Kill()
-			<-p.done
-		}
-		if t.Failed() {
-			t.Logf("%s log (tail):\n%s", name, p.tail())
-		}
-	})
-	return p
-}
-
-func (p *proc) tail() string {
-	b, _ := os.ReadFile(p.log)
-	s := string(b)
-	if len(s) > 6000 {
-		s = "...\n" + s[len(s)-6000:]
-	}
-	return s
-}
-
-func (p *proc) running() error {
-	select {
-	case <-p.done:
-		return fmt.Errorf("exited: %v\n%s", p.cmd.ProcessState, p.tail())
-	default:
-		return nil
-	}
-}
-
-// engineKubeconfig writes a kubeconfig for a fresh token of the engine's
-// ServiceAccount (kubectl create token), for the cluster of KUBECONFIG.
-func engineKubeconfig(t *testing.T, dir string) string {
-	t.Helper()
-	token := strings.TrimSpace(kubectlOK(t, "create", "token", "metacontroller", "-n", "teamspace-system", "--duration=1h"))
-	server := kubectlOK(t, "config", "view", "--minify", "-o", "jsonpath={.clusters[0].cluster.server}")
-	ca := kubectlOK(t, "config", "view", "--minify", "--raw", "--flatten", "-o", "jsonpath={.clusters[0].cluster.certificate-authority-data}")
-	if server == "" || ca == "" {
-		t.Fatal("cannot read the API server address and CA from KUBECONFIG")
-	}
-	kc := fmt.Sprintf(`apiVersion: v1
-kind: Config
-clusters:
-  - name: c
-    cluster:
-      server: %s
-      certificate-authority-data: %s
-users:
-  - name: engine
-    user:
-      token: %s
-contexts:
-  - name: engine
-    context: {cluster: c, user: engine}
-current-context: engine
-`, server, ca, token)
-	p := filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(p, []byte(kc), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 var forbidden = regexp.MustCompile(`(?i)forbidden`)
 
-// TestRBACSufficient runs the real engine, with the unit file's command line,
-// on a credential of exactly rbac.yaml's ServiceAccount and role, plus the
-// hook, and checks a TeamSpace's whole life: namespace and quota appear,
-// status and finalizer are written, deletion completes and is archived, and
-// the engine was never refused anything.
+// TestRBACSufficient installs with install.sh (SERVICE_MANAGER=none, into
+// a temporary DESTDIR), so that the real engine runs with the unit file's
+// command line on the credential install.sh makes, of exactly rbac.yaml's
+// ServiceAccount and role, and checks a TeamSpace's whole life: namespace
+// and quota appear, status and finalizer are written, deletion completes
+// and is archived, and the engine was never refused anything.
 func TestRBACSufficient(t *testing.T) {
-	bin := os.Getenv("METACONTROLLER_BIN")
-	if bin == "" {
+	if os.Getenv("METACONTROLLER_BIN") == "" {
 		t.Skip("METACONTROLLER_BIN not set: cannot run the engine to prove rbac.yaml is enough (TestRBACBounds still checks what it grants)")
 	}
 	needCluster(t)
-	if exists(t, "compositecontrollers.metacontroller.k8s.io", "teamspace") {
-		t.Skip("CompositeController teamspace already exists in this cluster (an installed engine?): not competing with it")
-	}
-	applyRBAC(t)
-	root := repoRoot(t)
-	credDir := t.TempDir()
-	kc := engineKubeconfig(t, credDir)
-	if who := kubectlOK(t, "--kubeconfig="+kc, "auth", "whoami", "-o", "jsonpath={.status.userInfo.username}"); who != engineSA {
-		t.Fatalf("token is for %q, want %s", who, engineSA)
-	}
-
-	// The hook.
-	hookAddr := freePort(t)
-	archive := filepath.Join(t.TempDir(), "archive")
-	hook := startProc(t, "hook", hookBinary(t), "--listen-address="+hookAddr, "--archive-dir="+archive, "--log-level=debug")
-	waitFor(t, 20*time.Second, "the hook", func() error {
-		if err := hook.running(); err != nil {
-			t.Fatal(err)
-		}
-		return httpOK("http://" + hookAddr + "/healthz")
-	})
-
-	// The engine, as metacontroller.service runs it.
-	entries := parseUnit(t, filepath.Join(root, "hack", "deploy", "systemd", "metacontroller.service"))
-	argv := execStart(t, entries, map[string]string{"%d": credDir})
-	argv[0] = bin
-	health := freePort(t)
-	for i, a := range argv {
-		switch {
-		case strings.HasPrefix(a, "--metrics-address="):
-			argv[i] = "--metrics-address=" + freePort(t)
-		case strings.HasPrefix(a, "--health-probe-bind-address="):
-			argv[i] = "--health-probe-bind-address=" + health
-		}
-	}
-	engine := startProc(t, "metacontroller", argv...)
-	waitFor(t, 60*time.Second, "the engine's /healthz", func() error {
-		if err := engine.running(); err != nil {
-			t.Fatal(err)
-		}
-		return httpOK("http://" + health + "/healthz")
-	})
-
-	// The CompositeController, calling our hook (its URLs rewritten where
-	// the scripts rewrite them, hack/lib.sh compositecontroller_at).
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	rendered := runCmd(ctx, root, nil, nil, "bash", "-c", `source hack/lib.sh && compositecontroller_at "$1"`, "-", "http://"+hookAddr)
-	if rendered.err != nil {
-		t.Fatalf("compositecontroller_at: %v", rendered)
-	}
-	if r := kubectlIn(t, []byte(rendered.stdout), "apply", "-f", "-"); r.err != nil {
-		t.Fatalf("applying the CompositeController: %v", r)
-	}
+	crds := metacontrollerCRDs(t)
+	skipIfInstalled(t)
+	in := newInstall(t, crds)
 	const ts = "deploy-test-rbac"
 	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("engine log (tail):\n%s", readLog(in.destdir, "metacontroller"))
+		}
+		deployScript(t, in.env, "uninstall.sh")
 		removeTeamSpace(t, ts)
-		kubectl(t, "delete", "--ignore-not-found", "compositecontrollers.metacontroller.k8s.io", "teamspace")
+		removeAdmissionPolicies(t)
 	})
-	if r := kubectlIn(t, []byte(`{"apiVersion":"platform.labhub.io/v1alpha1","kind":"TeamSpace","metadata":{"name":"`+ts+`"},"spec":{"pods":3,"cpu":"2","owners":[{"kind":"User","name":"ann"},{"kind":"ServiceAccount","name":"ci","namespace":"tools"}]}}`), "apply", "-f", "-"); r.err != nil {
-		t.Fatalf("creating TeamSpace: %v", r)
+	if r := deployScript(t, in.env, "install.sh"); r.err != nil {
+		t.Fatalf("install.sh: %v", r)
 	}
+	kc := filepath.Join(in.destdir, "etc", "teamspace", "metacontroller.kubeconfig")
+	if who := kubectlOK(t, "--kubeconfig="+kc, "auth", "whoami", "-o", "jsonpath={.status.userInfo.username}"); who != engineSA {
+		t.Fatalf("the engine's credential is for %q, want %s", who, engineSA)
+	}
+	archive := filepath.Join(in.destdir, "var", "lib", "teamspace", "archive")
+
+	createTeamSpace(t, []byte(`{"apiVersion":"platform.labhub.io/v1alpha1","kind":"TeamSpace","metadata":{"name":"`+ts+`"},"spec":{"pods":3,"cpu":"2","owners":[{"kind":"User","name":"ann"},{"kind":"ServiceAccount","name":"ci","namespace":"tools"}]}}`))
 
 	steps := []struct {
 		name    string
@@ -379,7 +245,7 @@ func TestRBACSufficient(t *testing.T) {
 		})
 	})
 	t.Run("engine never refused", func(t *testing.T) {
-		full, err := os.ReadFile(engine.log)
+		full, err := os.ReadFile(filepath.Join(in.destdir, "var", "log", "teamspace", "metacontroller.log"))
 		if err != nil {
 			t.Fatal(err)
 		}

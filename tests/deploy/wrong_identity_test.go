@@ -55,25 +55,7 @@ func TestEngineWithoutTeamNamespaceGrant(t *testing.T) {
 	patch, _ := json.Marshal(map[string]any{"rules": kept})
 	kubectlOK(t, "patch", "clusterrole", engineRole, "--type=merge", "-p", string(patch))
 
-	// Right after install.sh the API server may not serve TeamSpaces yet:
-	// when an earlier test's uninstall deleted the CRD, the re-created one
-	// is Established before creates are accepted ("Resource kind ...
-	// TeamSpace not found ... a delay between when CustomResourceDefinitions
-	// are created and when they are available"). The create is retried until
-	// accepted, and the first refusal logged.
-	body := []byte(`{"apiVersion":"platform.labhub.io/v1alpha1","kind":"TeamSpace","metadata":{"name":"` + ts + `"},"spec":{"pods":2,"memory":"1Gi"}}`)
-	refused := ""
-	waitFor(t, 30*time.Second, "TeamSpace "+ts+" created", func() error {
-		r := kubectlIn(t, body, "create", "-f", "-")
-		if r.err != nil && !strings.Contains(r.stderr, "AlreadyExists") {
-			if refused == "" {
-				refused = r.stderr
-				t.Logf("create refused, retrying: %s", refused)
-			}
-			return fmt.Errorf("%v", r)
-		}
-		return nil
-	})
+	createTeamSpace(t, []byte(`{"apiVersion":"platform.labhub.io/v1alpha1","kind":"TeamSpace","metadata":{"name":"`+ts+`"},"spec":{"pods":2,"memory":"1Gi"}}`))
 	waitFor(t, 60*time.Second, "the engine's SyncError event naming teamspace-namespaces", func() error {
 		ev := kubectl(t, "get", "events", "--all-namespaces", "--field-selector", "involvedObject.name="+ts+",reason=SyncError", "-o", "jsonpath={.items[*].message}")
 		if !strings.Contains(ev.stdout, "teamspace-namespaces") {

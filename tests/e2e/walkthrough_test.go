@@ -85,7 +85,7 @@ var steps = []struct {
 type walk struct {
 	ctx       context.Context
 	repo, out string
-	env       map[string]string // KUBECONFIG, TEAMSPACE_HOOK_URL, TEAMSPACE_ARCHIVE_DIR, TEAMSPACE_STATE
+	env       map[string]string // KUBECONFIG, TEAMSPACE_HOOK_URL, TEAMSPACE_COMPOSITECONTROLLER, TEAMSPACE_ARCHIVE_DIR, TEAMSPACE_STATE
 	kube      kubernetes.Interface
 	cfg       *rest.Config // the admin's, for clients that impersonate
 	dyn       dynamic.Interface
@@ -137,10 +137,10 @@ func setUp(t *testing.T) *walk {
 	switch os.Getenv("WALKTHROUGH_CLUSTER") {
 	case "current":
 		w.env = map[string]string{}
-		for _, k := range []string{"KUBECONFIG", "TEAMSPACE_HOOK_URL", "TEAMSPACE_ARCHIVE_DIR", "TEAMSPACE_STATE"} {
+		for _, k := range []string{"KUBECONFIG", "TEAMSPACE_HOOK_URL", "TEAMSPACE_COMPOSITECONTROLLER", "TEAMSPACE_ARCHIVE_DIR", "TEAMSPACE_STATE"} {
 			w.env[k] = os.Getenv(k)
 		}
-		if w.env["KUBECONFIG"] == "" || w.env["TEAMSPACE_HOOK_URL"] == "" {
+		if w.env["KUBECONFIG"] == "" || w.env["TEAMSPACE_HOOK_URL"] == "" || w.env["TEAMSPACE_COMPOSITECONTROLLER"] == "" {
 			t.Fatal(`WALKTHROUGH_CLUSTER=current needs the environment of a running setup: eval "$(hack/up.sh env)"`)
 		}
 	default:
@@ -275,16 +275,15 @@ func (w *walk) hookCalls(t *testing.T) float64 {
 	return sum
 }
 
-// controller is compositecontroller.yaml with its hook URLs at the setup's
-// hook, rendered where every script renders it (hack/lib.sh
-// compositecontroller_at).
+// controller is the setup's CompositeController: compositecontroller.yaml
+// with its hook URLs at the setup's hook, as the script that started the
+// hook rendered it (TEAMSPACE_COMPOSITECONTROLLER: hack/up.sh's state
+// directory, or /etc/teamspace/ of install.sh).
 func (w *walk) controller(t *testing.T) *unstructured.Unstructured {
 	t.Helper()
-	cmd := exec.Command("bash", "-c", `source hack/lib.sh && compositecontroller_at "$1"`, "-", w.env["TEAMSPACE_HOOK_URL"])
-	cmd.Dir = w.repo
-	out, err := cmd.Output()
+	out, err := os.ReadFile(w.env["TEAMSPACE_COMPOSITECONTROLLER"])
 	if err != nil {
-		t.Fatalf("compositecontroller_at: %v", err)
+		t.Fatalf("the setup's CompositeController: %v", err)
 	}
 	var obj map[string]any
 	if err := yaml.Unmarshal(out, &obj); err != nil {

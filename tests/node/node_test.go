@@ -287,7 +287,7 @@ func (m *machine) walkthrough() {
 	}
 	start := time.Now()
 	out := m.sh(`TEAMSPACE_REPO=/root/teamspace WALKTHROUGH_CLUSTER=current WALKTHROUGH_OUT=/root/walkthrough ` +
-		`KUBECONFIG=/etc/rancher/k3s/k3s.yaml TEAMSPACE_HOOK_URL=http://127.0.0.1:8080 TEAMSPACE_ARCHIVE_DIR=/var/lib/teamspace/archive ` +
+		`KUBECONFIG=/etc/rancher/k3s/k3s.yaml TEAMSPACE_HOOK_URL=http://127.0.0.1:8080 TEAMSPACE_COMPOSITECONTROLLER=/etc/teamspace/compositecontroller.yaml TEAMSPACE_ARCHIVE_DIR=/var/lib/teamspace/archive ` +
 		`ENGINE_STOP='systemctl stop metacontroller' ENGINE_START='systemctl start metacontroller' ` +
 		`/root/e2e.test -test.run '^TestWalkthrough$' -test.v -test.timeout 30m 2>&1 | tail -n 40; exit "${PIPESTATUS[0]}"`)
 	m.t.Logf("walkthrough inside the node passed in %s:\n%s", time.Since(start).Round(100*time.Millisecond), out)

@@ -32,7 +32,11 @@
 //     start it lists every TeamSpace and syncs each once, the one re-sync
 //     a new hook version needs (resyncs come every 6-12 h). Time until the
 //     hook has answered a sync per TeamSpace, engine requests, CPU, and
-//     restore probes meanwhile: how long a repair waits behind it.
+//     restore probes meanwhile: how long a repair waits behind it;
+//  6. catchup: the engine is stopped, every TeamSpace's spec.pods changes,
+//     and after -down the engine is started again; time until every quota
+//     holds the new value and every TeamSpace is Ready for its generation
+//     (what the engine's list on start catches up after an outage).
 //
 // At the end it prints the RSS of every process of the setup (-state) and
 // deletes every object it made (waiting at most -cleanup-wait). Every loop
@@ -102,8 +106,9 @@ func main() {
 	timeout := flag.Duration("timeout", 10*time.Minute, "give up on a phase after this long")
 	cleanupWait := flag.Duration("cleanup-wait", 5*time.Minute, "how long to wait at the end for what was deleted to be gone (0: do not wait)")
 	label := flag.String("label", "", "tag printed on the RESULT lines (e.g. the engine configuration)")
-	stopCmd := flag.String("stop-cmd", "", "shell command that stops the engine (restart)")
-	startCmd := flag.String("start-cmd", "", "shell command that starts the engine again (restart)")
+	stopCmd := flag.String("stop-cmd", "", "shell command that stops the engine (restart, catchup)")
+	startCmd := flag.String("start-cmd", "", "shell command that starts the engine again (restart, catchup)")
+	down := flag.Duration("down", 60*time.Second, "how long the engine stays stopped in catchup")
 	foreign := benchutil.ForeignClusterFlag()
 	flag.Parse()
 
@@ -155,6 +160,8 @@ func main() {
 			}
 		case "restart":
 			err = f.restart(ctx, *stopCmd, *startCmd, *gap)
+		case "catchup":
+			err = f.catchUp(ctx, *stopCmd, *startCmd, *down)
 		default:
 			err = fmt.Errorf("unknown phase %q", phase)
 		}
@@ -756,14 +763,8 @@ func (f *fleet) churnWindow(ctx context.Context, rate int, costWindow, d, podLif
 // restart stops and starts the engine and times the re-sync of every
 // TeamSpace that its start makes (see phase 5), probing drift meanwhile.
 func (f *fleet) restart(ctx context.Context, stopCmd, startCmd string, gap time.Duration) error {
-	if stopCmd == "" || startCmd == "" {
-		return fmt.Errorf("restart needs -stop-cmd and -start-cmd")
-	}
-	if ready := f.readyCount(); ready != len(f.names) {
-		return fmt.Errorf("not all Ready before the restart (%d/%d)", ready, len(f.names))
-	}
-	if err := benchutil.RunShell(stopCmd); err != nil {
-		return fmt.Errorf("stop: %w", err)
+	if err := f.stopEngine("restart", stopCmd, startCmd); err != nil {
+		return err
 	}
 	// Begun with the engine stopped: its counters start again from zero.
 	w := f.begin(ctx)
@@ -840,6 +841,90 @@ func (f *fleet) restart(ctx context.Context, stopCmd, startCmd string, gap time.
 		return fmt.Errorf("%d drift probes failed during the restart, first: %s", len(failures), failures[0])
 	}
 	return nil
+}
+
+// stopEngine stops the engine for a phase that starts it again, once every
+// TeamSpace is Ready.
+func (f *fleet) stopEngine(phase, stopCmd, startCmd string) error {
+	if stopCmd == "" || startCmd == "" {
+		return fmt.Errorf("%s needs -stop-cmd and -start-cmd", phase)
+	}
+	if ready := f.readyCount(); ready != len(f.names) {
+		return fmt.Errorf("not all Ready before the %s (%d/%d)", phase, ready, len(f.names))
+	}
+	if err := benchutil.RunShell(stopCmd); err != nil {
+		return fmt.Errorf("stop: %w", err)
+	}
+	return nil
+}
+
+// catchUp stops the engine, changes every spec.pods (tsPods to tsPods-1, or
+// back), waits -down and starts the engine: time until every quota holds
+// the new value and every TeamSpace is Ready for its new generation.
+func (f *fleet) catchUp(ctx context.Context, stopCmd, startCmd string, down time.Duration) error {
+	pods := tsPods - 1
+	if f.quotasWith(strconv.Itoa(pods)) == len(f.names) {
+		pods = tsPods
+	}
+	want := strconv.Itoa(pods)
+	if err := f.stopEngine("catchup", stopCmd, startCmd); err != nil {
+		return err
+	}
+	stopped := time.Now()
+	ts := f.c.Dynamic.Resource(benchutil.TeamSpaces)
+	patch := []byte(fmt.Sprintf(`{"spec":{"pods":%d}}`, pods))
+	if err := parallel(f.names, 32, func(n string) error {
+		_, err := ts.Patch(ctx, n, types.MergePatchType, patch, metav1.PatchOptions{})
+		return err
+	}); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "catchup: %d specs changed in %s; engine down for %s\n", len(f.names), time.Since(stopped).Round(time.Millisecond), down)
+	time.Sleep(time.Until(stopped.Add(down)))
+	if ready := f.readyCount(); ready != 0 {
+		return fmt.Errorf("%d TeamSpaces Ready for their new generation with the engine stopped", ready)
+	}
+	start := time.Now()
+	if err := benchutil.RunShell(startCmd); err != nil {
+		return fmt.Errorf("start: %w", err)
+	}
+	started := time.Since(start)
+	if f.state != "" {
+		// The engine is a new process: the memory report is of it.
+		procs, err := benchutil.FindProcs(f.state)
+		if err != nil {
+			return err
+		}
+		f.procs = procs
+	}
+	var allQuotas time.Duration
+	deadline := start.Add(f.timeout)
+	for {
+		if allQuotas == 0 && f.quotasWith(want) == len(f.names) {
+			allQuotas = time.Since(start)
+		}
+		if allQuotas != 0 && f.readyCount() == len(f.names) {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("after %s: %d/%d quotas at pods=%s, %d/%d Ready", f.timeout, f.quotasWith(want), len(f.names), want, f.readyCount(), len(f.names))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	f.result("catchup count=%d engine_start_ms=%s all_quotas_ms=%s all_ready_ms=%s", len(f.names), benchutil.Ms(started), benchutil.Ms(allQuotas), benchutil.Ms(time.Since(start)))
+	return nil
+}
+
+// quotasWith counts the fleet's quotas whose spec.hard.pods is want.
+func (f *fleet) quotasWith(want string) int {
+	n := 0
+	for _, o := range f.quotas.List() {
+		q, ok := o.(*corev1.ResourceQuota)
+		if ok && strings.HasPrefix(q.Namespace, "team-"+f.prefix+"-") && hardPods(q.Spec.Hard) == want {
+			n++
+		}
+	}
+	return n
 }
 
 // hookSyncs is how many sync requests the hook has answered.

@@ -5,7 +5,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -150,13 +152,8 @@ func labelValue(series, label string) string {
 
 // FormatBy prints a SumBy map as k=v pairs in key order, with a prefix.
 func FormatBy(prefix string, m map[string]float64) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, 0, len(keys))
-	for _, k := range keys {
+	parts := make([]string, 0, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		parts = append(parts, fmt.Sprintf("%s%s=%g", prefix, strings.ToLower(k), m[k]))
 	}
 	return strings.Join(parts, " ")

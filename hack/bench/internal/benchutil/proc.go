@@ -3,8 +3,10 @@ package benchutil
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -103,13 +105,8 @@ func SampleCPU(procs []Proc) CPUSample {
 // FormatCPU prints the CPU seconds spent between two samples, per process:
 // cpu_<name>_s=<seconds>.
 func FormatCPU(before, after CPUSample) string {
-	names := make([]string, 0, len(after))
-	for n := range after {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	parts := make([]string, 0, len(names))
-	for _, n := range names {
+	parts := make([]string, 0, len(after))
+	for _, n := range slices.Sorted(maps.Keys(after)) {
 		parts = append(parts, fmt.Sprintf("cpu_%s_s=%.1f", short(n), after[n]-before[n]))
 	}
 	return strings.Join(parts, " ")
