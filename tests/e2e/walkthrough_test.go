@@ -44,6 +44,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
+	"github.com/labhub/teamspace/tests/controlplane"
 	"github.com/labhub/teamspace/tests/testenv"
 	"github.com/labhub/teamspace/tests/watchtiming"
 )
@@ -187,7 +188,7 @@ func startSetup(t *testing.T, repo string) map[string]string {
 		ctx, cancel := context.WithTimeout(context.Background(), 80*time.Second)
 		defer cancel()
 		if _, err := script(ctx, repo, logPath, env, "hack/down.sh"); err != nil {
-			t.Errorf("hack/down.sh: %v\n%s", err, tail(logPath, 30))
+			t.Errorf("hack/down.sh: %v\n%s", err, controlplane.Tail(logPath, 30))
 		}
 		if keep {
 			t.Logf("kept %s: e2e.log (script output), saved/ (control plane, hook and engine logs, archive)", base)
@@ -198,8 +199,8 @@ func startSetup(t *testing.T, repo string) map[string]string {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	if _, err := script(ctx, repo, logPath, env, "hack/up.sh"); err != nil {
-		t.Fatalf("hack/up.sh: %v\n%s\n--- hook.log\n%s\n--- metacontroller.log\n%s", err, tail(logPath, 40),
-			tail(filepath.Join(state, "up", "logs", "hook.log"), 20), tail(filepath.Join(state, "up", "logs", "metacontroller.log"), 20))
+		t.Fatalf("hack/up.sh: %v\n%s\n--- hook.log\n%s\n--- metacontroller.log\n%s", err, controlplane.Tail(logPath, 40),
+			controlplane.Tail(filepath.Join(state, "up", "logs", "hook.log"), 20), controlplane.Tail(filepath.Join(state, "up", "logs", "metacontroller.log"), 20))
 	}
 	out, err := script(ctx, repo, logPath, env, "hack/up.sh", "env")
 	if err != nil {
@@ -231,18 +232,6 @@ func script(ctx context.Context, repo, logPath string, env []string, name string
 	cmd.WaitDelay = 10 * time.Second
 	out, err := cmd.Output()
 	return string(out), err
-}
-
-func tail(path string, n int) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Sprintf("(%v)", err)
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 func exists(path string) bool { _, err := os.Stat(path); return err == nil }

@@ -777,25 +777,14 @@ func (f *fleet) restart(ctx context.Context, stopCmd, startCmd string, gap time.
 		return fmt.Errorf("start: %w", err)
 	}
 	started := time.Since(start)
-	// The engine is a new process: found again, its CPU from its start is
-	// what the window counts, and the memory report at the end is of it.
-	if f.state != "" {
-		procs, err := benchutil.FindProcs(f.state)
-		if err != nil {
-			return err
-		}
-		pids := map[string]int{}
-		for _, p := range f.procs {
-			pids[p.Name] = p.PID
-		}
-		for _, p := range procs {
-			if pids[p.Name] != p.PID {
-				// A new process: all its CPU is in the window (the
-				// stopped one may not have been reaped at begin).
-				w.cpu[p.Name] = 0
-			}
-		}
-		f.procs = procs
+	// The engine is a new process: all its CPU is in the window (the
+	// stopped one may not have been reaped at begin).
+	fresh, err := f.findProcsAgain()
+	if err != nil {
+		return err
+	}
+	for _, name := range fresh {
+		w.cpu[name] = 0
 	}
 
 	probing, probed := make(chan struct{}), make(chan struct{})
@@ -858,6 +847,31 @@ func (f *fleet) stopEngine(phase, stopCmd, startCmd string) error {
 	return nil
 }
 
+// findProcsAgain finds the setup's processes again after the engine was
+// restarted, so that the memory report at the end is of the new one, and
+// returns the names of the processes that are new.
+func (f *fleet) findProcsAgain() ([]string, error) {
+	if f.state == "" {
+		return nil, nil
+	}
+	procs, err := benchutil.FindProcs(f.state)
+	if err != nil {
+		return nil, err
+	}
+	pids := map[string]int{}
+	for _, p := range f.procs {
+		pids[p.Name] = p.PID
+	}
+	var fresh []string
+	for _, p := range procs {
+		if pids[p.Name] != p.PID {
+			fresh = append(fresh, p.Name)
+		}
+	}
+	f.procs = procs
+	return fresh, nil
+}
+
 // catchUp stops the engine, changes every spec.pods (tsPods to tsPods-1, or
 // back), waits -down and starts the engine: time until every quota holds
 // the new value and every TeamSpace is Ready for its new generation.
@@ -889,13 +903,8 @@ func (f *fleet) catchUp(ctx context.Context, stopCmd, startCmd string, down time
 		return fmt.Errorf("start: %w", err)
 	}
 	started := time.Since(start)
-	if f.state != "" {
-		// The engine is a new process: the memory report is of it.
-		procs, err := benchutil.FindProcs(f.state)
-		if err != nil {
-			return err
-		}
-		f.procs = procs
+	if _, err := f.findProcsAgain(); err != nil {
+		return err
 	}
 	var allQuotas time.Duration
 	deadline := start.Add(f.timeout)
