@@ -18,8 +18,9 @@
 #            and every count of FLEET_COUNTS, on a fresh private setup each:
 #            hack/bench/fleet (an empty window, API server floor, create-to-Ready, steady
 #            state, drift under pod churn, the re-sync of all after an engine
-#            restart, requests by verb, CPU, RSS, CPU profiles of the engine
-#            and the API server); ~13 min per 1000
+#            restart, and with catchup in FLEET_PHASES the catch-up after a
+#            60 s outage; requests by verb, CPU, RSS, CPU profiles of the
+#            engine and the API server); ~13 min per 1000
 #   failover two engines with --leader-election on one private setup: drift
 #            repair with the leader up, then with the leader killed (-9, and
 #            SIGTERM) just before the break: the standby's takeover time

@@ -83,8 +83,8 @@ type Object struct {
 // Meta is the part of an object's metadata the hook reads. Decoding only
 // this, rather than metav1.ObjectMeta, skips the bulk of every request: the
 // fieldsV1 trees of managedFields and the labels the hook never looks at
-// are scanned but not built: most of a request's decoding cost (see
-// BENCHMARKS.md appendix A.2).
+// are scanned but not built: most of a request's decoding cost (measured
+// in the history of BENCHMARKS.md: -20% allocations, -13..-17% per sync).
 type Meta struct {
 	Name              string                  `json:"name"`
 	Namespace         string                  `json:"namespace,omitempty"`

@@ -7,7 +7,7 @@ import "hash/fnv"
 // within a second. A periodic resync repairs only what no watch shows, and
 // each one costs the engine a live GET of the TeamSpace, a hook call and
 // the customize hook's scan, so at a period of a minute a thousand idle
-// TeamSpaces kept a fifth of a core busy (BENCHMARKS.md §8.6).
+// TeamSpaces kept a fifth of a core busy (BENCHMARKS.md §5).
 //
 // What a resync still catches, and how often it happens:
 //   - a status edited by hand (ignoreStatusChanges keeps the engine from
@@ -16,7 +16,7 @@ import "hash/fnv"
 //   - a watch event the engine missed: client-go resumes watches from their
 //     resourceVersion and relists when that expired, so only a bug would;
 //   - a new hook version that answers differently: install.sh restarts the
-//     engine, which syncs every TeamSpace once on start (README "Resync").
+//     engine, which syncs every TeamSpace once on start (hack/deploy/README.md "Resync and repairs").
 //
 // None of these needs minutes, so every sync answer asks for the next one
 // within hours (resyncAfterSeconds), each TeamSpace at its own period in

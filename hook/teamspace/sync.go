@@ -67,7 +67,7 @@ func Sync(r *Request) *Response {
 // or Active and as desired, and none of the children inside it exist. A new
 // TeamSpace is in that state for its first two syncs, before the engine has
 // created its namespace and once it has; both answer this one status, so
-// that the engine writes it once, not twice (BENCHMARKS.md §8.8). The
+// that the engine writes it once, not twice (BENCHMARKS.md §5). The
 // message depends on the spec only, for the same reason.
 func (r *Request) creating(wanted []wantedChild) (string, bool) {
 	if ns := r.observedNamespace(); ns != nil && (isTerminating(ns) || ns.Status.Phase != "Active") {

@@ -120,7 +120,7 @@ func stepGeneration(t *testing.T, w *walk) {
 // stepReconcile: the CompositeController converges alpha; then, with nobody
 // acting, nothing happens: no resourceVersion changes (no churn) and the
 // engine calls no hook at all (no resync within minutes: they come every
-// 6-12 h, hook/teamspace/resync.go; README "Resync").
+// 6-12 h, hook/teamspace/resync.go; hack/deploy/README.md "Resync and repairs").
 func stepReconcile(t *testing.T, w *walk) {
 	t0 := time.Now()
 	w.applyController(t)
