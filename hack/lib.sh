@@ -21,6 +21,10 @@ TEAMSPACE_DATASTORE="${TEAMSPACE_DATASTORE:-kine}"
 KINE_VERSION="${KINE_VERSION:-v0.17.5}"
 KINE_BIN="${TEAMSPACE_CACHE}/kine-${KINE_VERSION}/bin/kine"
 
+# The S3 server of the archive's tests.
+VERSITYGW_VERSION="${VERSITYGW_VERSION:-v1.8.0}"
+VERSITYGW_BIN="${TEAMSPACE_CACHE}/versitygw-${VERSITYGW_VERSION}/bin/versitygw"
+
 # compositecontroller_at BASE_URL prints compositecontroller.yaml with its
 # hook URLs at BASE_URL (e.g. http://127.0.0.1:8123) instead of the default
 # http://127.0.0.1:8080: the one place a hook URL is rewritten (hack/up.sh,
@@ -208,32 +212,49 @@ ensure_kube_binaries() {
 	exec {lock_fd}>&-
 }
 
-# ensure_kine builds kine (k3s's datastore: an etcd API over SQLite) into
-# KINE_BIN unless it is there. cgo is needed for SQLite (mattn/go-sqlite3),
-# so a C compiler too. Same lock and temporary-directory rules as above.
-ensure_kine() {
-	[[ -x "${KINE_BIN}" ]] && return 0
-	command -v gcc >/dev/null || apt_install gcc libc6-dev
-	local dir="${KINE_BIN%/bin/kine}" lock_fd tmp start
+# go_install_cached DIR MODULE@VERSION CGO: go install MODULE into DIR/bin
+# unless something is there already. Concurrent runs serialise on a lock;
+# the build lands in a temporary directory first, so a killed build never
+# leaves half a binary behind.
+go_install_cached() {
+	local dir=$1 pkg=$2 cgo=$3 lock_fd tmp start
+	[[ -n "$(ls -A "${dir}/bin" 2>/dev/null)" ]] && return 0
 	mkdir -p "${dir}"
 	exec {lock_fd}>"${dir}/build.lock"
 	flock "${lock_fd}"
-	if [[ ! -x "${KINE_BIN}" ]]; then
+	if [[ -z "$(ls -A "${dir}/bin" 2>/dev/null)" ]]; then
 		start="${SECONDS}"
-		say "building kine ${KINE_VERSION} into ${KINE_BIN} (go install, cgo for SQLite)"
+		say "building ${pkg} into ${dir}/bin (go install)"
 		tmp="$(mktemp -d "${dir}/bin.tmp.XXXXXX")"
-		if ! (cd "${tmp}" && GOWORK=off GOFLAGS=-mod=mod CGO_ENABLED=1 GOBIN="${tmp}" \
-			go install -trimpath -ldflags="-s -w" "github.com/k3s-io/kine@${KINE_VERSION}"); then
+		if ! (cd "${tmp}" && GOWORK=off GOFLAGS=-mod=mod CGO_ENABLED="${cgo}" GOBIN="${tmp}" \
+			go install -trimpath -ldflags="-s -w" "${pkg}"); then
 			rm -rf "${tmp}"
 			exec {lock_fd}>&-
-			die "building kine ${KINE_VERSION} failed"
+			die "building ${pkg} failed"
 		fi
 		chmod 0755 "${tmp}"
 		rm -rf "${dir:?}/bin"
 		mv "${tmp}" "${dir}/bin"
-		say "built kine in $((SECONDS - start))s"
+		say "built in $((SECONDS - start))s"
 	fi
 	exec {lock_fd}>&-
+}
+
+# ensure_kine builds kine (k3s's datastore: an etcd API over SQLite) into
+# KINE_BIN unless it is there. cgo is needed for SQLite (mattn/go-sqlite3),
+# so a C compiler too.
+ensure_kine() {
+	[[ -x "${KINE_BIN}" ]] && return 0
+	command -v gcc >/dev/null || apt_install gcc libc6-dev
+	go_install_cached "${KINE_BIN%/bin/kine}" "github.com/k3s-io/kine@${KINE_VERSION}" 1
+}
+
+# ensure_versitygw builds Versity's S3 gateway (Apache-2.0; its posix
+# backend keeps buckets as directories) into VERSITYGW_BIN: the real S3
+# server the archive's S3 tests run on loopback (tests/s3store).
+ensure_versitygw() {
+	[[ -x "${VERSITYGW_BIN}" ]] && return 0
+	go_install_cached "${VERSITYGW_BIN%/bin/versitygw}" "github.com/versity/versitygw/cmd/versitygw@${VERSITYGW_VERSION}" 0
 }
 
 # ensure_datastore installs what TEAMSPACE_DATASTORE needs: kine (built) or

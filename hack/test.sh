@@ -93,10 +93,20 @@ ensure_node_tools() {
 	as_root hack/node.sh tree
 }
 
+# s3_server builds (once, into the cache) the S3 server the archive's tests
+# run on loopback; from here on they fail instead of skipping without it.
+s3_server() {
+	step "S3 server for the archive tests: versitygw ${VERSITYGW_VERSION}"
+	ensure_versitygw
+	export VERSITYGW_VERSION TEAMSPACE_CACHE
+	export TEAMSPACE_REQUIRE_S3=1
+}
+
 main() {
 	local start="${SECONDS}"
 	go_vet
 	tools
+	s3_server
 	hook_tests
 	control_plane_binaries
 	cluster_tests

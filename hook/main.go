@@ -1,7 +1,8 @@
 // Command teamspace-hook is the TeamSpace webhook for Metacontroller's
 // CompositeController: POST /sync, /finalize and /customize, GET /healthz and
-// /metrics. It keeps no state; finalize writes one record per deleted
-// TeamSpace into --archive-dir.
+// /readyz and /metrics. It keeps no state; finalize writes one record per
+// deleted TeamSpace into --archive-dir, or into an S3-compatible bucket
+// (--archive-s3-*).
 package main
 
 import (
@@ -36,6 +37,8 @@ func main() {
 type options struct {
 	listenAddress   string
 	archiveDir      string
+	archiveDirSet   bool
+	s3              archive.S3Config
 	logLevel        string
 	maxRequestBytes int64
 	tlsCertFile     string
@@ -49,6 +52,14 @@ func parseFlags(args []string) (options, error) {
 	fs := flag.NewFlagSet("teamspace-hook", flag.ContinueOnError)
 	fs.StringVar(&o.listenAddress, "listen-address", "127.0.0.1:8080", "address to serve on; plain HTTP belongs on loopback")
 	fs.StringVar(&o.archiveDir, "archive-dir", "./archive", "directory for the records of deleted TeamSpaces (created if missing at start-up)")
+	fs.StringVar(&o.s3.Endpoint, "archive-s3-endpoint", "", "store records in this S3-compatible store instead of --archive-dir: https://host[:port] (http:// on loopback only)")
+	fs.StringVar(&o.s3.Bucket, "archive-s3-bucket", "", "the bucket of --archive-s3-endpoint (it must exist)")
+	fs.StringVar(&o.s3.Folder, "archive-s3-folder", "", "key prefix of the records in the bucket")
+	fs.StringVar(&o.s3.Region, "archive-s3-region", "", "the bucket's region (empty: ask the store)")
+	fs.StringVar(&o.s3.AccessKeyFile, "archive-s3-access-key-file", "", "file holding the access key")
+	fs.StringVar(&o.s3.SecretKeyFile, "archive-s3-secret-key-file", "", "file holding the secret key")
+	fs.StringVar(&o.s3.CAFile, "archive-s3-ca-file", "", "PEM bundle trusted for the endpoint's certificate, beside the system's")
+	fs.DurationVar(&o.s3.Timeout, "archive-s3-timeout", 10*time.Second, "bound on every request to the store")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error (debug logs every request)")
 	fs.Int64Var(&o.maxRequestBytes, "max-request-bytes", server.DefaultMaxRequestBytes, "largest request body accepted")
 	fs.StringVar(&o.tlsCertFile, "tls-cert-file", "", "serve HTTPS with this certificate (reloaded when it changes)")
@@ -60,6 +71,21 @@ func parseFlags(args []string) (options, error) {
 	}
 	if (o.tlsCertFile == "") != (o.tlsKeyFile == "") {
 		return o, errors.New("--tls-cert-file and --tls-key-file go together")
+	}
+	var s3Flags []string
+	fs.Visit(func(f *flag.Flag) {
+		switch {
+		case f.Name == "archive-dir":
+			o.archiveDirSet = true
+		case strings.HasPrefix(f.Name, "archive-s3-") && f.Name != "archive-s3-endpoint":
+			s3Flags = append(s3Flags, "--"+f.Name)
+		}
+	})
+	if o.s3.Endpoint == "" && len(s3Flags) > 0 {
+		return o, fmt.Errorf("%s without --archive-s3-endpoint: records would go to --archive-dir", strings.Join(s3Flags, ", "))
+	}
+	if o.s3.Endpoint != "" && o.archiveDirSet {
+		return o, errors.New("--archive-dir and --archive-s3-endpoint exclude each other: records go to one place")
 	}
 	return o, nil
 }
@@ -75,7 +101,7 @@ func run(args []string) error {
 	}
 	logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 
-	arch, err := archive.Open(o.archiveDir)
+	arch, err := openArchive(o)
 	if err != nil {
 		return err
 	}
@@ -119,7 +145,7 @@ func run(args []string) error {
 	if !tlsOn && !isLoopback(ln.Addr()) {
 		logger.Warn("serving plain HTTP on a non-loopback address: anyone who can reach it can drive the hook; use --tls-cert-file and --bearer-token-file", "address", ln.Addr().String())
 	}
-	logger.Info("serving", "address", ln.Addr().String(), "tls", tlsOn, "archive_dir", arch.Dir(), "auth", token != "")
+	logger.Info("serving", "address", ln.Addr().String(), "tls", tlsOn, "archive", arch.String(), "auth", token != "")
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
@@ -143,6 +169,17 @@ func run(args []string) error {
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	return nil
+}
+
+// openArchive opens the sink of the flags: the directory, or the bucket,
+// checked to be reachable with these credentials before the hook serves.
+func openArchive(o options) (archive.Sink, error) {
+	if o.s3.Endpoint == "" {
+		return archive.Open(o.archiveDir)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), o.s3.Timeout+5*time.Second)
+	defer cancel()
+	return archive.OpenS3(ctx, o.s3)
 }
 
 // isLoopback reports whether addr only accepts connections from this host.

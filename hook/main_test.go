@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/labhub/teamspace/hook/archive"
 	_ "github.com/labhub/teamspace/tests/golden" // understands -update
 	"github.com/labhub/teamspace/tests/testenv"
 )
@@ -28,8 +29,13 @@ func TestParseFlags(t *testing.T) {
 		want    options
 		wantErr string
 	}{
-		{name: "defaults", args: nil, want: options{listenAddress: "127.0.0.1:8080", archiveDir: "./archive", logLevel: "info", maxRequestBytes: 4 << 20, shutdownTimeout: 10 * time.Second}},
-		{name: "kebab-case flags", args: []string{"--listen-address=127.0.0.1:9", "--archive-dir=/a", "--log-level=debug"}, want: options{listenAddress: "127.0.0.1:9", archiveDir: "/a", logLevel: "debug", maxRequestBytes: 4 << 20, shutdownTimeout: 10 * time.Second}},
+		{name: "defaults", args: nil, want: options{listenAddress: "127.0.0.1:8080", archiveDir: "./archive", logLevel: "info", maxRequestBytes: 4 << 20, shutdownTimeout: 10 * time.Second, s3: archive.S3Config{Timeout: 10 * time.Second}}},
+		{name: "kebab-case flags", args: []string{"--listen-address=127.0.0.1:9", "--archive-dir=/a", "--log-level=debug"}, want: options{listenAddress: "127.0.0.1:9", archiveDir: "/a", archiveDirSet: true, logLevel: "debug", maxRequestBytes: 4 << 20, shutdownTimeout: 10 * time.Second, s3: archive.S3Config{Timeout: 10 * time.Second}}},
+		{name: "an S3 sink", args: []string{"--archive-s3-endpoint=https://s3.example.com", "--archive-s3-bucket=b", "--archive-s3-folder=f", "--archive-s3-region=r", "--archive-s3-access-key-file=/a", "--archive-s3-secret-key-file=/s", "--archive-s3-ca-file=/ca", "--archive-s3-timeout=3s"},
+			want: options{listenAddress: "127.0.0.1:8080", archiveDir: "./archive", logLevel: "info", maxRequestBytes: 4 << 20, shutdownTimeout: 10 * time.Second,
+				s3: archive.S3Config{Endpoint: "https://s3.example.com", Bucket: "b", Folder: "f", Region: "r", AccessKeyFile: "/a", SecretKeyFile: "/s", CAFile: "/ca", Timeout: 3 * time.Second}}},
+		{name: "S3 settings without an endpoint", args: []string{"--archive-s3-bucket=b"}, wantErr: "--archive-s3-bucket without --archive-s3-endpoint"},
+		{name: "a directory and a bucket", args: []string{"--archive-dir=/a", "--archive-s3-endpoint=https://s3.example.com"}, wantErr: "exclude each other"},
 		{name: "tls cert without key", args: []string{"--tls-cert-file=c"}, wantErr: "go together"},
 		{name: "unknown flag", args: []string{"--listen=x"}, wantErr: "not defined"},
 	}

@@ -1,15 +1,18 @@
 // Package archive keeps a durable record of every deleted TeamSpace outside
-// the cluster, one JSON file each. It is the hook's only side effect and the
-// only code that touches the filesystem.
+// the cluster, one JSON object each, in a directory (the default) or in an
+// S3-compatible bucket. It is the hook's only side effect and the only code
+// that touches storage.
 //
-// A record is never overwritten and never torn: it is written to a temporary
-// file, synced, then hard-linked to its final name (link fails if the name
-// exists, so two writers cannot clobber each other), and the directory is
-// synced. A crash leaves either no record or a whole one.
+// In a directory a record is never overwritten and never torn: it is
+// written to a temporary file, synced, then hard-linked to its final name
+// (link fails if the name exists, so two writers cannot clobber each other),
+// and the directory is synced. A crash leaves either no record or a whole
+// one.
 package archive
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -27,6 +30,28 @@ const tmpPrefix = ".tmp-"
 // staleTmpAge protects temporary files another hook process may still be
 // writing into a shared directory.
 const staleTmpAge = 10 * time.Minute
+
+// Sink is where finalize makes a record durable.
+type Sink interface {
+	// Store makes the record of the TeamSpace (name, uid) durable and
+	// returns where it is. It is idempotent: a record of this uid that
+	// exists is kept as it is; a record of another uid is never overwritten.
+	// name and uid must already be validated as safe name parts.
+	Store(ctx context.Context, name, uid string, record any) (string, error)
+	// Check says whether records can be stored now (readiness).
+	Check(ctx context.Context) error
+	// String names the sink in logs and messages.
+	String() string
+}
+
+// encode is a record as stored: indented JSON and a newline.
+func encode(record any) ([]byte, error) {
+	data, err := json.MarshalIndent(record, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("encode record: %w", err)
+	}
+	return append(data, '\n'), nil
+}
 
 // Archive writes records into one directory.
 type Archive struct {
@@ -70,6 +95,22 @@ func Open(dir string) (*Archive, error) {
 // Dir is the archive directory.
 func (a *Archive) Dir() string { return a.dir }
 
+// String names the sink.
+func (a *Archive) String() string { return "directory " + a.dir }
+
+// Check says whether the directory is still there (an unmounted volume is
+// not re-created).
+func (a *Archive) Check(context.Context) error {
+	info, err := os.Stat(a.dir)
+	if err != nil {
+		return fmt.Errorf("archive: %w", err)
+	}
+	if !info.IsDir() {
+		return fmt.Errorf("archive: %s is not a directory", a.dir)
+	}
+	return nil
+}
+
 // identity is the part of a record that says whose it is.
 type identity struct {
 	UID string `json:"uid"`
@@ -80,12 +121,11 @@ type identity struct {
 // made durable again. The record goes to <name>.json, or to <name>.<uid>.json
 // when <name>.json already holds an earlier TeamSpace of the same name.
 // name and uid must already be validated as safe file name parts.
-func (a *Archive) Store(name, uid string, record any) (string, error) {
-	data, err := json.MarshalIndent(record, "", "  ")
+func (a *Archive) Store(_ context.Context, name, uid string, record any) (string, error) {
+	data, err := encode(record)
 	if err != nil {
-		return "", fmt.Errorf("encode record: %w", err)
+		return "", err
 	}
-	data = append(data, '\n')
 	for _, file := range []string{name + ".json", name + "." + uid + ".json"} {
 		stored, err := a.storeAs(file, uid, data)
 		if err != nil {

@@ -2,6 +2,7 @@ package archive
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -100,7 +101,7 @@ func TestStore(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, c := range tt.calls {
-				got, err := a.Store(c.name, c.uid, rec{Name: c.name, UID: c.uid, Pods: c.pods})
+				got, err := a.Store(context.Background(), c.name, c.uid, rec{Name: c.name, UID: c.uid, Pods: c.pods})
 				if err != nil || got != c.wantFile {
 					t.Fatalf("Store(%s, %s) = %q, %v; want %q", c.name, c.uid, got, err, c.wantFile)
 				}
@@ -170,7 +171,7 @@ func TestStoreFailures(t *testing.T) {
 			}
 			tt.setup(t, dir)
 			big := rec{Name: "a", UID: "u1", Pods: 3, Padding: strings.Repeat("x", 16<<10)}
-			if file, err := a.Store("a", "u1", big); err == nil {
+			if file, err := a.Store(context.Background(), "a", "u1", big); err == nil {
 				t.Fatalf("Store succeeded (%s), want an error", file)
 			}
 			if _, err := os.Stat(filepath.Join(dir, "a.json")); !os.IsNotExist(err) {
@@ -209,7 +210,7 @@ func TestMain(m *testing.M) {
 		fmt.Println("ready")
 		for i := 0; ; i++ {
 			name := fmt.Sprintf("t%d", i%50)
-			file, err := a.Store(name, fmt.Sprintf("u%d", i), rec{Name: name, UID: fmt.Sprintf("u%d", i), Pods: i, Padding: pad})
+			file, err := a.Store(context.Background(), name, fmt.Sprintf("u%d", i), rec{Name: name, UID: fmt.Sprintf("u%d", i), Pods: i, Padding: pad})
 			if err != nil {
 				fmt.Fprintln(os.Stderr, err)
 				os.Exit(2)
@@ -315,7 +316,7 @@ func TestStoreSyncsBeforeAnswering(t *testing.T) {
 	}
 	for _, s := range steps {
 		syncs = nil
-		if _, err := a.Store(s.name, s.uid, rec{Name: s.name, UID: s.uid, Pods: 1}); err != nil {
+		if _, err := a.Store(context.Background(), s.name, s.uid, rec{Name: s.name, UID: s.uid, Pods: 1}); err != nil {
 			t.Fatal(err)
 		}
 		if diff := cmp.Diff(s.want, syncs); diff != "" {
@@ -340,11 +341,11 @@ func TestStoreFailsWhenASyncFails(t *testing.T) {
 				}
 				return f.Sync()
 			}
-			if file, err := a.Store("a", "u1", rec{Name: "a", UID: "u1"}); err == nil {
+			if file, err := a.Store(context.Background(), "a", "u1", rec{Name: "a", UID: "u1"}); err == nil {
 				t.Fatalf("Store = %s, want an error when the %s sync fails", file, failing)
 			}
 			a.fsync = (*os.File).Sync
-			if _, err := a.Store("a", "u1", rec{Name: "a", UID: "u1"}); err != nil {
+			if _, err := a.Store(context.Background(), "a", "u1", rec{Name: "a", UID: "u1"}); err != nil {
 				t.Fatalf("Store after the fault: %v", err)
 			}
 		})

@@ -30,7 +30,7 @@ const DefaultMaxRequestBytes = 4 << 20
 
 // Config is what the handler needs.
 type Config struct {
-	Archive         *archive.Archive
+	Archive         archive.Sink
 	Logger          *slog.Logger
 	MaxRequestBytes int64
 	// BearerToken, when set, is required on the hook endpoints.
@@ -68,6 +68,7 @@ func New(cfg Config) *Handler {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok\n"))
 	}).Methods(http.MethodGet, http.MethodHead)
+	r.HandleFunc("/readyz", h.readyz).Methods(http.MethodGet, http.MethodHead)
 	r.Handle("/metrics", promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{})).Methods(http.MethodGet)
 	r.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		writeError(w, http.StatusMethodNotAllowed, "MethodNotAllowed", req.Method+" is not allowed on "+req.URL.Path)
@@ -82,7 +83,7 @@ func New(cfg Config) *Handler {
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.router.ServeHTTP(w, r) }
 
 // hookFunc answers one decoded, validated request.
-type hookFunc func(*teamspace.Request) (any, *hookError)
+type hookFunc func(context.Context, *teamspace.Request) (any, *hookError)
 
 // hookError is a failure with the HTTP code and a reason for metrics.
 type hookError struct {
@@ -159,7 +160,7 @@ func (h *Handler) serve(r *http.Request, fn hookFunc, cache *answerCache) (*pare
 		}
 		return who, nil, &hookError{http.StatusBadRequest, "InvalidRequest", err.Error()}
 	}
-	answer, herr := fn(req)
+	answer, herr := fn(r.Context(), req)
 	if herr != nil {
 		return who, nil, herr
 	}
@@ -189,27 +190,49 @@ func decode(body []byte) (*teamspace.Request, error) {
 	return &req, nil
 }
 
-func (h *Handler) sync(req *teamspace.Request) (any, *hookError) {
+func (h *Handler) sync(_ context.Context, req *teamspace.Request) (any, *hookError) {
 	return teamspace.Sync(req), nil
 }
 
-func (h *Handler) customize(req *teamspace.Request) (any, *hookError) {
+func (h *Handler) customize(_ context.Context, req *teamspace.Request) (any, *hookError) {
 	return teamspace.Customize(req), nil
 }
 
 // finalize stores the archive record before anything else: if it cannot be
-// made durable the answer is an error, the engine retries with backoff, and
-// the TeamSpace and its namespace stay.
-func (h *Handler) finalize(req *teamspace.Request) (any, *hookError) {
+// made durable the answer keeps every child and says why in the status
+// (ArchivePending), the engine asks again shortly, and the TeamSpace and its
+// namespace stay.
+func (h *Handler) finalize(ctx context.Context, req *teamspace.Request) (any, *hookError) {
 	m := &req.Parent.Metadata
-	file, err := h.cfg.Archive.Store(m.Name, string(m.UID), teamspace.ArchiveRecord(req))
+	file, err := h.cfg.Archive.Store(ctx, m.Name, string(m.UID), teamspace.ArchiveRecord(req))
 	if err != nil {
 		h.metrics.archiveWrites.WithLabelValues("failed").Inc()
-		return nil, &hookError{http.StatusInternalServerError, "ArchiveFailed", "cannot archive TeamSpace " + m.Name + ": " + err.Error()}
+		h.cfg.Logger.Warn("cannot archive; the deletion waits", "teamspace", m.Name, "uid", string(m.UID), "err", err)
+		return teamspace.FinalizeBlocked(req, err), nil
 	}
 	h.metrics.archiveWrites.WithLabelValues("stored").Inc()
 	return teamspace.Finalize(req, file), nil
 }
+
+// readyz says whether finalize can archive now: 200 "ok", or 503 with why
+// (the store unreachable, the credentials refused, the bucket or the
+// directory gone). Sync never touches the archive, so a sink that is down
+// holds no sync; only deletions wait.
+func (h *Handler) readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
+	defer cancel()
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	if err := h.cfg.Archive.Check(ctx); err != nil {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write([]byte(err.Error() + "\n"))
+		return
+	}
+	_, _ = w.Write([]byte("ok\n"))
+}
+
+// readyTimeout bounds a readiness check: a probe must not hang on a store
+// that stopped answering.
+const readyTimeout = 3 * time.Second
 
 // errorBody is the JSON of every non-200 answer.
 type errorBody struct {

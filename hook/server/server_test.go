@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/labhub/teamspace/hook/archive"
+	"github.com/labhub/teamspace/hook/teamspace"
 	"github.com/labhub/teamspace/tests/golden"
 )
 
@@ -207,23 +208,64 @@ func TestBearerToken(t *testing.T) {
 	}
 }
 
-func TestFinalizeArchiveFailureIsAnError(t *testing.T) {
+// TestFinalizeWaitsForTheArchive: with the archive unwritable, finalize
+// finalizes nothing, keeps every observed child (the engine deletes what an
+// answer leaves out), says why in the status, and /readyz says so too.
+func TestFinalizeWaitsForTheArchive(t *testing.T) {
 	srv, dir := newTestServer(t, "")
 	if err := os.RemoveAll(dir); err != nil {
 		t.Fatal(err)
 	}
-	body := requestBody(t, "finalize/recorded-children-gone")
-	resp, err := srv.Client().Post(srv.URL+"/finalize", "application/json", bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	got, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 500 || bytes.Contains(got, []byte("finalized")) || !bytes.Contains(got, []byte("ArchiveFailed")) {
-		t.Errorf("got %d %s, want 500 ArchiveFailed without finalized", resp.StatusCode, got)
+	for _, c := range []struct {
+		name         string
+		wantChildren int
+	}{
+		{"finalize/recorded-delta-start", 5},
+		{"finalize/recorded-children-gone", 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			resp, err := srv.Client().Post(srv.URL+"/finalize", "application/json", bytes.NewReader(requestBody(t, c.name)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			var got struct {
+				Finalized *bool
+				Children  []struct{ Kind string }
+				Status    struct {
+					Conditions []struct{ Type, Status, Reason, Message string }
+				}
+				ResyncAfterSeconds float64
+			}
+			if err := json.NewDecoder(resp.Body).Decode(&got); err != nil || resp.StatusCode != 200 {
+				t.Fatalf("got %d, %v; want 200 and an answer", resp.StatusCode, err)
+			}
+			if got.Finalized == nil || *got.Finalized {
+				t.Errorf("finalized = %v, want false", got.Finalized)
+			}
+			if len(got.Children) != c.wantChildren {
+				t.Errorf("%d children answered, want every observed one kept (%d): %+v", len(got.Children), c.wantChildren, got.Children)
+			}
+			if n := len(got.Status.Conditions); n != 1 || got.Status.Conditions[0].Reason != "ArchivePending" ||
+				!strings.Contains(got.Status.Conditions[0].Message, "nothing is deleted until it is stored") {
+				t.Errorf("conditions %+v, want Ready False ArchivePending saying nothing is deleted", got.Status.Conditions)
+			}
+			if got.ResyncAfterSeconds != teamspace.ArchiveRetrySeconds {
+				t.Errorf("resyncAfterSeconds %v, want %d", got.ResyncAfterSeconds, teamspace.ArchiveRetrySeconds)
+			}
+		})
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("the archive directory was re-created: %v", err)
+	}
+	resp, err := srv.Client().Get(srv.URL + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), dir) {
+		t.Errorf("/readyz = %d %q, want 503 naming %s", resp.StatusCode, body, dir)
 	}
 }
 

@@ -9,6 +9,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
+// ArchiveRetrySeconds is how soon the engine calls finalize again while the
+// archive cannot be written (the store down, a credential refused): often
+// enough that a deletion goes on soon after the store is back, rarely enough
+// to cost nothing.
+const ArchiveRetrySeconds = 10
+
+// ReasonArchivePending says a deletion waits for its archive record.
+const ReasonArchivePending = "ArchivePending"
+
 // FinalizeResyncSeconds is how soon the engine calls finalize again while
 // children are still being deleted; namespace deletion is usually done in a
 // few seconds and a watch event often comes sooner.
@@ -83,4 +92,19 @@ func (r *Request) remainingChildren() []string {
 		}
 	}
 	return out
+}
+
+// FinalizeBlocked answers the finalize hook when the archive record could not
+// be stored (sink names the store, err says why): nothing is finalized and
+// every observed child is kept as the engine last applied it, so nothing is
+// deleted before the record is durable; the status says why the TeamSpace
+// waits, and the engine asks again in ArchiveRetrySeconds.
+func FinalizeBlocked(r *Request, err error) *Response {
+	resp := newResponse(r)
+	keepChildren(r, resp, false)
+	notDone := false
+	resp.Finalized = &notDone
+	resp.ResyncAfterSeconds = ArchiveRetrySeconds
+	resp.setReady(r, metav1.ConditionFalse, ReasonArchivePending, fmt.Sprintf("deletion waits for the archive record: %v; nothing is deleted until it is stored (retrying every %d s)", err, ArchiveRetrySeconds))
+	return resp
 }

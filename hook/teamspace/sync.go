@@ -139,10 +139,27 @@ func (r *Request) childProblems(spec Spec, wanted []wantedChild) (string, []stri
 // syncInvalid answers a spec that bypassed validation: every observed child
 // as last applied, nothing new, and InvalidSpec naming each field.
 func syncInvalid(r *Request, resp *Response, err error) *Response {
+	kept := keepChildren(r, resp, true)
+	msg := fmt.Sprintf("invalid spec: %v; no quota is created until it is fixed", err)
+	if len(kept) > 0 {
+		msg = fmt.Sprintf("invalid spec: %v; keeping %s until it is fixed", err, strings.Join(kept, ", "))
+	}
+	resp.setReady(r, metav1.ConditionFalse, ReasonInvalidSpec, msg)
+	return resp
+}
+
+// keepChildren answers every observed child as the engine last applied it,
+// so that nothing is deleted or weakened, and, with unobserved, what a type
+// keeps without one (the namespace). It returns the names of the kept
+// children inside the namespace, for the message.
+func keepChildren(r *Request, resp *Response, unobserved bool) []string {
 	name := r.Parent.Metadata.Name
 	var kept []string
 	for _, t := range childTypes {
 		o := r.observed(t)
+		if o == nil && !unobserved {
+			continue
+		}
 		obj := t.kept(name, o)
 		if obj == nil {
 			continue
@@ -152,12 +169,7 @@ func syncInvalid(r *Request, resp *Response, err error) *Response {
 			kept = append(kept, t.keptName(name, obj))
 		}
 	}
-	msg := fmt.Sprintf("invalid spec: %v; no quota is created until it is fixed", err)
-	if len(kept) > 0 {
-		msg = fmt.Sprintf("invalid spec: %v; keeping %s until it is fixed", err, strings.Join(kept, ", "))
-	}
-	resp.setReady(r, metav1.ConditionFalse, ReasonInvalidSpec, msg)
-	return resp
+	return kept
 }
 
 // readyMessage summarises a Ready TeamSpace: each child type's part.

@@ -113,11 +113,11 @@ func TestStatus(t *testing.T) {
 	uidLate, uidEarly := "11111111-1111-4111-8111-"+s+"000000", "22222222-2222-4222-8222-"+s+"000000"
 	late := metav1.NewTime(time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC))
 	early := metav1.NewTime(time.Date(2026, 3, 1, 9, 30, 0, 0, time.UTC))
-	fileLate, err := a.Store(old, uidLate, teamspace.Record{Name: old, UID: uidLate, Pods: &pods, Namespace: "team-" + old, DeletionTimestamp: &late})
+	fileLate, err := a.Store(context.Background(), old, uidLate, teamspace.Record{Name: old, UID: uidLate, Pods: &pods, Namespace: "team-" + old, DeletionTimestamp: &late})
 	if err != nil {
 		t.Fatal(err)
 	}
-	fileEarly, err := a.Store(old, uidEarly, teamspace.Record{Name: old, UID: uidEarly, Pods: &pods, Namespace: "team-" + old, DeletionTimestamp: &early})
+	fileEarly, err := a.Store(context.Background(), old, uidEarly, teamspace.Record{Name: old, UID: uidEarly, Pods: &pods, Namespace: "team-" + old, DeletionTimestamp: &early})
 	if err != nil {
 		t.Fatal(err)
 	}

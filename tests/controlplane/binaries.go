@@ -37,8 +37,8 @@ func libDefault(name string) (string, error) {
 	return string(m[1]), nil
 }
 
-// envOr is the environment's value of name, else hack/lib.sh's default.
-func envOr(name string) (string, error) {
+// Setting is the environment's value of name, else hack/lib.sh's default.
+func Setting(name string) (string, error) {
 	if v := os.Getenv(name); v != "" {
 		return v, nil
 	}
@@ -75,7 +75,7 @@ func FindBinaries() (Binaries, error) {
 	if err != nil {
 		return b, err
 	}
-	if b.KubeVersion, err = envOr("KUBE_VERSION"); err != nil {
+	if b.KubeVersion, err = Setting("KUBE_VERSION"); err != nil {
 		return b, err
 	}
 	b.KubeBinDir = filepath.Join(cache, "k8s-"+b.KubeVersion, "bin")
@@ -85,12 +85,12 @@ func FindBinaries() (Binaries, error) {
 				name, b.KubeVersion, ErrMissing, filepath.Join(b.KubeBinDir, name))
 		}
 	}
-	if b.Datastore, err = envOr("TEAMSPACE_DATASTORE"); err != nil {
+	if b.Datastore, err = Setting("TEAMSPACE_DATASTORE"); err != nil {
 		return b, err
 	}
 	switch b.Datastore {
 	case "kine":
-		v, err := envOr("KINE_VERSION")
+		v, err := Setting("KINE_VERSION")
 		if err != nil {
 			return b, err
 		}
