@@ -32,6 +32,9 @@
 #   HOOK_PORT            port for the hook (default: 8080 if free, else the next
 #                        free one from 18080).
 #   METACONTROLLER_ARGS  extra flags for Metacontroller (word-split).
+#   HOOK_ARCHIVE_ARGS    the hook's archive flags (word-split; default
+#                        --archive-dir=<state>/archive), e.g. the
+#                        --archive-s3-* flags of a bucket.
 #   TEAMSPACE_NO_CONTROLLER=1  same as --no-controller.
 set -euo pipefail
 export LC_ALL=C
@@ -183,9 +186,12 @@ hook_start() {
 	load_upenv
 	local pidfile=$updir/run/hook.pid log=$updir/logs/hook.log
 	running "$pidfile" hook && return 0
+	local -a archive_args=("--archive-dir=$TEAMSPACE_ARCHIVE_DIR")
+	# shellcheck disable=SC2206 # word-splitting is the documented behaviour
+	[[ -n ${TEAMSPACE_HOOK_ARCHIVE_ARGS:-} ]] && archive_args=($TEAMSPACE_HOOK_ARCHIVE_ARGS)
 	start_bg "$pidfile" "$log" "$updir/bin/teamspace-hook" \
 		--listen-address="127.0.0.1:$TEAMSPACE_HOOK_PORT" \
-		--archive-dir="$TEAMSPACE_ARCHIVE_DIR" \
+		"${archive_args[@]}" \
 		--log-level=info
 	wait_up "$TEAMSPACE_HOOK_URL/healthz" "$pidfile" "$log" hook
 	say "hook running (pid $(cat "$pidfile")) on $TEAMSPACE_HOOK_URL, log $log"
@@ -268,6 +274,7 @@ up() {
 		printf 'TEAMSPACE_ENGINE_METRICS_PORT=%q\n' "$engine_metrics"
 		printf 'TEAMSPACE_ENGINE_HEALTH_PORT=%q\n' "$engine_health"
 		printf 'TEAMSPACE_ENGINE_EXTRA_ARGS=%q\n' "${METACONTROLLER_ARGS:-}"
+		printf 'TEAMSPACE_HOOK_ARCHIVE_ARGS=%q\n' "${HOOK_ARCHIVE_ARGS:-}"
 	} >"$upenv.tmp"
 	mv "$upenv.tmp" "$upenv"
 

@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/labhub/teamspace/tests/s3store"
 	"github.com/labhub/teamspace/tests/watchtiming"
 )
 
@@ -296,8 +297,8 @@ func stepDeletion(t *testing.T, w *walk) {
 	if nsLeft {
 		t.Error("namespace team-beta still exists when TeamSpace beta is gone")
 	}
-	archiveFile, record := findRecord(w.env["TEAMSPACE_ARCHIVE_DIR"], betaUID)
-	if w.env["TEAMSPACE_ARCHIVE_DIR"] == "" {
+	archiveFile, record := w.findRecord(t, betaUID)
+	if w.s3 == nil && w.env["TEAMSPACE_ARCHIVE_DIR"] == "" {
 		t.Log("no archive directory known here (TEAMSPACE_ARCHIVE_DIR): the record is not checked")
 	} else if record == nil || record["name"] != "beta" || record["pods"] != float64(2) || record["cpu"] != "500m" {
 		t.Errorf("archive record of beta (uid %s) = %v in %s", betaUID, record, archiveFile)
@@ -342,28 +343,137 @@ func stepDeletion(t *testing.T, w *walk) {
 	})
 }
 
-// findRecord finds the archive record of uid (nil if there is none).
-func findRecord(dir, uid string) (string, map[string]any) {
-	if dir == "" {
+// findRecord finds the archive record of uid (nil if there is none): in
+// the bucket of w.s3, else in the directory TEAMSPACE_ARCHIVE_DIR.
+func (w *walk) findRecord(t *testing.T, uid string) (string, map[string]any) {
+	dir := w.env["TEAMSPACE_ARCHIVE_DIR"]
+	if w.s3 == nil && dir == "" {
 		return "", nil
+	}
+	type stored struct {
+		where string
+		read  func() ([]byte, error)
+	}
+	list := func() []stored {
+		var out []stored
+		if w.s3 != nil {
+			for _, k := range w.s3.Keys(t, "") {
+				out = append(out, stored{"s3://" + w.s3.Bucket + "/" + k, func() ([]byte, error) { return w.s3.Object(t, k) }})
+			}
+			return out
+		}
+		files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+		for _, f := range files {
+			out = append(out, stored{f, func() ([]byte, error) { return os.ReadFile(f) }})
+		}
+		return out
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
-		for _, f := range files {
-			b, err := os.ReadFile(f)
+		for _, s := range list() {
+			b, err := s.read()
 			if err != nil {
 				continue
 			}
 			var rec map[string]any
 			if json.Unmarshal(b, &rec) == nil && rec["uid"] == uid {
-				return f, rec
+				return s.where, rec
 			}
 		}
 		if time.Now().After(deadline) {
 			return "", nil
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// stepController applies the CompositeController (for tests that skip the
+// steps before stepReconcile).
+func stepController(t *testing.T, w *walk) {
+	w.applyController(t)
+}
+
+// stepArchiveStoreDown: with the archive's store stopped, deleting a
+// TeamSpace waits: its status says ArchivePending, nothing is finalized and
+// its namespace stays; once the store is back the deletion finishes, with
+// its record in the bucket.
+func stepArchiveStoreDown(t *testing.T, w *walk) {
+	if w.s3 == nil {
+		t.Skip("the archive is a directory here")
+	}
+	w.createTeamSpace(t, "epsilon", 1, "")
+	w.poll(t, "epsilon's finalizer and namespace", func() bool {
+		ts, err := w.teamSpace("epsilon")
+		_, ns := w.namespace("team-epsilon")
+		return err == nil && has(ts.GetFinalizers(), engineFinalizer) && ns
+	})
+	uid := string(w.mustTeamSpace(t, "epsilon").GetUID())
+	w.s3.Stop(t)
+	t0 := time.Now()
+	if err := w.dyn.Resource(teamSpaces).Delete(w.ctx, "epsilon", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var message string
+	pendingAt := w.poll(t, "epsilon's status to say ArchivePending", func() bool {
+		ts, err := w.teamSpace("epsilon")
+		if err != nil {
+			return false
+		}
+		conds, _, _ := unstructured.NestedSlice(ts.Object, "status", "conditions")
+		for _, c := range conds {
+			if m, ok := c.(map[string]any); ok && m["type"] == "Ready" && m["reason"] == "ArchivePending" {
+				message, _ = m["message"].(string)
+				return true
+			}
+		}
+		return false
+	})
+	time.Sleep(3 * time.Second)
+	ts, err := w.teamSpace("epsilon")
+	ns, nsThere := w.namespace("team-epsilon")
+	waited := err == nil && has(ts.GetFinalizers(), engineFinalizer) && nsThere && ns.Status.Phase == "Active"
+	if !waited {
+		t.Errorf("with the store down, 3 s after ArchivePending: TeamSpace %v (err %v), namespace there %v (%v); want both kept", ts, err, nsThere, ns)
+	}
+	w.s3.StartAgain(t)
+	t1 := time.Now()
+	goneAt := w.poll(t, "epsilon to be gone once the store is back", func() bool { return w.gone("epsilon") })
+	where, record := w.findRecord(t, uid)
+	if record == nil || record["name"] != "epsilon" {
+		t.Errorf("record of epsilon (uid %s) = %v at %s", uid, record, where)
+	}
+	w.evidence(t, "archive-store-down.json", map[string]any{
+		"uid": uid, "status_message_while_down": message, "seconds_until_archive_pending": seconds(pendingAt.Sub(t0)),
+		"kept_while_down": waited, "seconds_until_gone_after_store_back": seconds(goneAt.Sub(t1)),
+		"archive_record": record, "archive_key": where,
+	})
+}
+
+// TestArchiveInS3 runs the deletion steps with the hook archiving into a
+// bucket of a real S3 server (versitygw on loopback) instead of a
+// directory, and the store stopped during a deletion.
+func TestArchiveInS3(t *testing.T) {
+	if os.Getenv("WALKTHROUGH_CLUSTER") == "current" {
+		t.Skip("WALKTHROUGH_CLUSTER=current: the setup's archive is what it is")
+	}
+	if os.Getenv("METACONTROLLER_BIN") == "" {
+		t.Skip("METACONTROLLER_BIN not set: no engine to delete TeamSpaces with")
+	}
+	srv := s3store.Start(t)
+	w := setUp(t, "HOOK_ARCHIVE_ARGS="+strings.Join(srv.Flags("archive"), " "))
+	w.s3 = srv
+	for _, s := range []struct {
+		name string
+		run  func(*testing.T, *walk)
+	}{
+		{"0-leftovers", stepLeftovers},
+		{"controller", stepController},
+		{"6-deletion", stepDeletion},
+		{"archive-store-down", stepArchiveStoreDown},
+	} {
+		if !t.Run(s.name, func(t *testing.T) { s.run(t, w) }) {
+			t.Fatalf("step %s failed", s.name)
+		}
 	}
 }
 

@@ -45,6 +45,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/labhub/teamspace/tests/controlplane"
+	"github.com/labhub/teamspace/tests/s3store"
 	"github.com/labhub/teamspace/tests/testenv"
 	"github.com/labhub/teamspace/tests/watchtiming"
 )
@@ -96,6 +97,9 @@ type walk struct {
 	stopped   time.Duration // step 7: how long the engine stays stopped
 	alphaUID  string
 	report    map[string]any
+	// s3 is the archive's store when the hook archives into a bucket
+	// (TestArchiveInS3); nil: the directory TEAMSPACE_ARCHIVE_DIR.
+	s3 *s3store.Server
 }
 
 func TestWalkthrough(t *testing.T) {
@@ -111,7 +115,7 @@ func TestWalkthrough(t *testing.T) {
 func repoRoot(t *testing.T) string { return testenv.RepoRoot() }
 
 // setUp finds or starts the setup and builds the clients.
-func setUp(t *testing.T) *walk {
+func setUp(t *testing.T, extraEnv ...string) *walk {
 	repo := repoRoot(t)
 	w := &walk{repo: repo, timeout: 2 * time.Minute, observe: 5 * time.Second, rest: 20 * time.Second, stopped: 8 * time.Second, report: map[string]any{}}
 	w.ctx = context.Background()
@@ -150,7 +154,7 @@ func setUp(t *testing.T) *walk {
 				"It needs a Metacontroller binary (not shipped by this project, see hack/up.sh): " +
 				"METACONTROLLER_BIN=/path/to/metacontroller go test -timeout 40m ./tests/e2e")
 		}
-		w.env = startSetup(t, repo)
+		w.env = startSetup(t, repo, extraEnv...)
 	}
 
 	cfg, err := clientcmd.BuildConfigFromFlags("", w.env["KUBECONFIG"])
@@ -166,14 +170,14 @@ func setUp(t *testing.T) *walk {
 
 // startSetup runs hack/up.sh in a state directory of its own, and
 // hack/down.sh when the test ends; it returns the setup's environment.
-func startSetup(t *testing.T, repo string) map[string]string {
+func startSetup(t *testing.T, repo string, extraEnv ...string) map[string]string {
 	base, err := os.MkdirTemp("", "teamspace-e2e-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	state := filepath.Join(base, "state")
 	logPath := filepath.Join(base, "e2e.log")
-	env := []string{"TEAMSPACE_STATE=" + state}
+	env := append([]string{"TEAMSPACE_STATE=" + state}, extraEnv...)
 	t.Cleanup(func() {
 		keep := t.Failed() || os.Getenv("TEAMSPACE_E2E_KEEP") != ""
 		if keep {
