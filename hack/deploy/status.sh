@@ -10,14 +10,23 @@
 #                    finalizers still on it, and whether namespace
 #                    team-<name> still exists or is Terminating); "-" otherwise.
 #   Archive records  NAME, UID, FILE, DELETED AT (the record's
-#                    deletionTimestamp, else the file's mtime), oldest first.
+#                    deletionTimestamp, else the file's mtime), oldest first,
+#                    from the archive directory or, given the hook's
+#                    --archive-s3-* settings, from the bucket (FILE is then
+#                    the object's name in the folder).
 #                    A file that is not a record is listed as (unreadable).
-# A missing, empty or unreadable archive directory is reported in one line;
-# the report goes on. It changes nothing.
+# A missing, empty or unreadable archive directory, or a bucket that cannot
+# be read, is reported in one line; the report goes on. It changes nothing.
 #
 # Usage: hack/deploy/status.sh [options]
 #   --archive-dir DIR    the hook's --archive-dir (default
 #                        $DESTDIR/var/lib/teamspace/archive, as install.sh)
+#   --archive-s3-endpoint URL, --archive-s3-bucket NAME, --archive-s3-folder F,
+#   --archive-s3-region R, --archive-s3-access-key-file FILE,
+#   --archive-s3-secret-key-file FILE, --archive-s3-ca-file FILE
+#                        read the records from the hook's bucket instead (the
+#                        hook's flags, same values; needs curl 7.75+ for SigV4;
+#                        a CA file replaces the system's roots for curl)
 #   --kubeconfig FILE    kubeconfig to use (default $KUBECONFIG, else
 #                        /etc/rancher/k3s/k3s.yaml when readable, else kubectl's
 #                        own default)
@@ -33,6 +42,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 archive_dir=${TEAMSPACE_ARCHIVE_DIR:-}
 kubeconfig=""
+s3_endpoint="" s3_bucket="" s3_folder="" s3_region="" s3_access_file="" s3_secret_file="" s3_ca_file=""
 while (($# > 0)); do
 	case $1 in
 	--archive-dir=*) archive_dir=${1#*=} ;;
@@ -41,6 +51,13 @@ while (($# > 0)); do
 		archive_dir=$2
 		shift
 		;;
+	--archive-s3-endpoint=*) s3_endpoint=${1#*=} ;;
+	--archive-s3-bucket=*) s3_bucket=${1#*=} ;;
+	--archive-s3-folder=*) s3_folder=${1#*=} ;;
+	--archive-s3-region=*) s3_region=${1#*=} ;;
+	--archive-s3-access-key-file=*) s3_access_file=${1#*=} ;;
+	--archive-s3-secret-key-file=*) s3_secret_file=${1#*=} ;;
+	--archive-s3-ca-file=*) s3_ca_file=${1#*=} ;;
 	--kubeconfig=*) kubeconfig=${1#*=} ;;
 	--kubeconfig)
 		(($# > 1)) || die "--kubeconfig wants a file"
@@ -53,6 +70,13 @@ while (($# > 0)); do
 done
 load_settings
 archive_dir=${archive_dir:-$statedir/archive}
+if [[ -n $s3_endpoint ]]; then
+	[[ $s3_endpoint =~ ^https?://[^/]+/?$ ]] || die "--archive-s3-endpoint $s3_endpoint: want a URL https://host[:port]"
+	[[ -n $s3_bucket ]] || die "--archive-s3-bucket is required with --archive-s3-endpoint"
+	for f in "$s3_access_file" "$s3_secret_file"; do
+		[[ -n $f && -r $f && -s $f ]] || die "--archive-s3-access-key-file and --archive-s3-secret-key-file must name readable, non-empty files ('$f')"
+	done
+fi
 if [[ -n $kubeconfig ]]; then
 	export KUBECONFIG=$kubeconfig
 elif [[ -z ${KUBECONFIG:-} && -r /etc/rancher/k3s/k3s.yaml ]]; then
@@ -182,19 +206,70 @@ is_object() {
 	body=$(tr -d ' \t\n\r' <"$1") || return 1
 	[[ $body == \{*\} ]]
 }
-printf 'Archive records (%s):\n' "$archive_dir"
-if [[ ! -e $archive_dir ]]; then
+# s3_get PATH OUT: a GET of the bucket's PATH into OUT, signed with SigV4 by
+# curl (the keys through its config on stdin, never on the command line).
+# S3 wants the payload's SHA-256 in a signed header: a GET's is that of
+# nothing.
+empty_sha256=e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855
+s3_get() {
+	local -a ca=()
+	[[ -z $s3_ca_file ]] || ca=(--cacert "$s3_ca_file")
+	printf 'user = "%s:%s"\n' "$(tr -d '\r\n' <"$s3_access_file")" "$(tr -d '\r\n' <"$s3_secret_file")" |
+		curl -fsS --max-time 20 -K - "${ca[@]}" --aws-sigv4 "aws:amz:${s3_region:-us-east-1}:s3" \
+			-H "x-amz-content-sha256: $empty_sha256" \
+			-o "$2" "${s3_endpoint%/}/$s3_bucket$1"
+}
+# s3_fetch DIR: every record object of the folder into DIR (the listing
+# followed through its continuation tokens); fails with curl's error.
+s3_fetch() {
+	local dir=$1 prefix="" token="" query key
+	[[ -z $s3_folder ]] || prefix="${s3_folder%/}/"
+	while :; do
+		# SigV4 signs the query URL-encoded: a "/" in a value must be %2F.
+		query="?list-type=2&prefix=${prefix//\//%2F}"
+		[[ -z $token ]] || query+="&continuation-token=$(sed 's/+/%2B/g; s#/#%2F#g; s/=/%3D/g' <<<"$token")"
+		s3_get "$query" "$dir/.list" || return 1
+		# One line per object: its key and when it was last modified (the
+		# time a non-record is listed with, as a file's mtime).
+		while read -r key modified; do
+			[[ $key == *.json && ${key#"$prefix"} != */* ]] || continue
+			s3_get "/$key" "$dir/${key##*/}" || return 1
+			[[ -z $modified ]] || touch -d "$modified" "$dir/${key##*/}"
+		done < <(sed 's#</Contents>#\n#g' "$dir/.list" | sed -n 's#.*<Key>\([^<]*\)</Key>.*#&\t\1#p' |
+			sed 's#^.*<LastModified>\([^<]*\)</LastModified>.*\t\(.*\)$#\2 \1#; t; s#^.*\t##')
+		token=$(grep -o '<NextContinuationToken>[^<]*' "$dir/.list" | sed 's#<NextContinuationToken>##' || true)
+		[[ -n $token ]] || break
+	done
+	rm -f "$dir/.list"
+}
+if [[ -n $s3_endpoint ]]; then
+	bucket_label="bucket $s3_bucket${s3_folder:+/${s3_folder%/}} at $s3_endpoint"
+	archive_dir=$(mktemp -d)
+	trap 'rm -rf "$archive_dir"' EXIT
+	if ! s3_fetch "$archive_dir" 2>"$archive_dir/.err"; then
+		printf 'Archive records (%s):\n  cannot read the bucket: %s\n' "$bucket_label" "$(tr '\n' ' ' <"$archive_dir/.err")"
+		exit 0
+	fi
+	rm -f "$archive_dir/.err"
+	printf 'Archive records (%s):\n' "$bucket_label"
+else
+	printf 'Archive records (%s):\n' "$archive_dir"
+fi
+if [[ -n $s3_endpoint ]]; then
+	: # fetched above
+elif [[ ! -e $archive_dir ]]; then
 	echo "  none: $archive_dir does not exist (no TeamSpace archived here yet, or not the hook's --archive-dir)"
 elif [[ ! -d $archive_dir ]]; then
 	echo "  none: $archive_dir is not a directory"
 elif [[ ! -r $archive_dir || ! -x $archive_dir ]]; then
 	echo "  cannot read $archive_dir (permission denied: run as root or as the hook's user)"
-else
+fi
+if [[ -d $archive_dir && -r $archive_dir && -x $archive_dir ]]; then
 	shopt -s nullglob
 	files=("$archive_dir"/*.json)
 	shopt -u nullglob
 	if ((${#files[@]} == 0)); then
-		echo "  none: $archive_dir holds no records"
+		echo "  none: ${bucket_label:-$archive_dir} holds no records"
 	else
 		unreadable=0
 		rows=""

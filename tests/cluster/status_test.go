@@ -13,6 +13,7 @@ import (
 
 	"github.com/labhub/teamspace/hook/archive"
 	"github.com/labhub/teamspace/hook/teamspace"
+	"github.com/labhub/teamspace/tests/s3store"
 	"github.com/labhub/teamspace/tests/testenv"
 )
 
@@ -233,5 +234,81 @@ func TestStatus(t *testing.T) {
 	if r.Err == nil || r.Stdout != "" || strings.Count(strings.TrimSpace(r.Stderr), "\n") != 0 ||
 		!strings.Contains(r.Stderr, "cannot reach the API server") {
 		t.Errorf("status.sh without an API server: want exit 1 and one line on stderr\n%s", r)
+	}
+}
+
+// TestStatusListsTheBucket: given the hook's --archive-s3-* settings,
+// status.sh lists the records of the bucket's folder as it lists a
+// directory's: oldest first, a non-record marked, other folders left out;
+// a bucket it cannot read is one line, and the report goes on.
+func TestStatusListsTheBucket(t *testing.T) {
+	srv := s3store.Start(t)
+	ctx := context.Background()
+	a, err := archive.OpenS3(ctx, srv.Config("cluster-a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pods := 2
+	late := metav1.NewTime(time.Date(2026, 4, 2, 10, 0, 0, 0, time.UTC))
+	early := metav1.NewTime(time.Date(2026, 4, 1, 9, 0, 0, 0, time.UTC))
+	for _, r := range []teamspace.Record{
+		{Name: "s3-late", UID: "33333333-3333-4333-8333-333333333333", Pods: &pods, Namespace: "team-s3-late", DeletionTimestamp: &late},
+		{Name: "s3-early", UID: "44444444-4444-4444-8444-444444444444", Pods: &pods, Namespace: "team-s3-early", DeletionTimestamp: &early},
+	} {
+		if _, err := a.Store(ctx, r.Name, r.UID, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	other, err := archive.OpenS3(ctx, srv.Config("cluster-b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.Store(ctx, "elsewhere", "55555555-5555-4555-8555-555555555555", teamspace.Record{Name: "elsewhere", UID: "55555555-5555-4555-8555-555555555555"}); err != nil {
+		t.Fatal(err)
+	}
+	// Not a record, and older than both (its time is the object's).
+	broken := filepath.Join(srv.Root, srv.Bucket, "cluster-a", "broken.json")
+	if err := os.WriteFile(broken, []byte("{truncated"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	brokenTime := time.Date(2025, 5, 5, 5, 5, 5, 0, time.UTC)
+	if err := os.Chtimes(broken, brokenTime, brokenTime); err != nil {
+		t.Fatal(err)
+	}
+	flags := append(srv.Flags("cluster-a"), "--archive-dir", t.TempDir())
+	r := runStatus(t, nil, flags...)
+	if r.Err != nil {
+		t.Fatalf("status.sh: %s", r)
+	}
+	out := r.Stdout
+	t.Logf("status.sh:\n%s", out)
+	_, records, ok := strings.Cut(out, "Archive records (bucket "+srv.Bucket+"/cluster-a at "+srv.Endpoint+"):\n")
+	if !ok {
+		t.Fatalf("no bucket section in the report:\n%s", out)
+	}
+	lines := strings.Split(strings.TrimSpace(records), "\n")
+	want := []string{"NAME", "broken", "s3-early", "s3-late"}
+	if len(lines) != len(want)+1 {
+		t.Fatalf("records section %q, want a header, 3 rows and a count", lines)
+	}
+	for i, w := range want {
+		if f := strings.Fields(lines[i]); len(f) == 0 || f[0] != w {
+			t.Errorf("line %d = %q, want it to start with %s", i, lines[i], w)
+		}
+	}
+	if !strings.Contains(lines[1], "(unreadable)") || !strings.Contains(lines[1], "2025-05-05T05:05:05Z (file mtime)") || !strings.Contains(lines[2], "s3-early.44444444-4444-4444-8444-444444444444.json") || !strings.Contains(lines[3], "2026-04-02T10:00:00Z") {
+		t.Errorf("rows %q", lines[1:4])
+	}
+	if strings.Contains(out, "elsewhere") {
+		t.Errorf("a record of another folder is listed:\n%s", out)
+	}
+	if !strings.Contains(lines[4], "3 records, 1 unreadable") {
+		t.Errorf("count line %q", lines[4])
+	}
+
+	srv.Stop(t)
+	r = runStatus(t, nil, flags...)
+	if r.Err != nil || !strings.Contains(r.Stdout, "cannot read the bucket: ") || !strings.Contains(r.Stdout, "TeamSpaces") {
+		t.Errorf("status.sh with the store stopped: %s; want the report and one line about the bucket", r)
 	}
 }
