@@ -95,7 +95,7 @@ func (r *Request) remainingChildren() []string {
 }
 
 // FinalizeBlocked answers the finalize hook when the archive record could not
-// be stored (sink names the store, err says why): nothing is finalized and
+// be stored (err says why, naming the store): nothing is finalized and
 // every observed child is kept as the engine last applied it, so nothing is
 // deleted before the record is durable; the status says why the TeamSpace
 // waits, and the engine asks again in ArchiveRetrySeconds.

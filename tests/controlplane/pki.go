@@ -42,32 +42,8 @@ func (p *pki) path(name string) string { return filepath.Join(p.dir, name) }
 // serving pair (so its /healthz can be checked against our CA), and the
 // service-account signing key.
 func newPKI(dir string) (*pki, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, err
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	p, err := newCA(dir)
 	if err != nil {
-		return nil, err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          serial(),
-		Subject:               pkix.Name{CommonName: "teamspace-test-ca"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(10 * 365 * 24 * time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return nil, err
-	}
-	ca, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, err
-	}
-	p := &pki{dir: dir, ca: ca, key: key}
-	if err := writePEM(p.path("ca.crt"), "CERTIFICATE", der); err != nil {
 		return nil, err
 	}
 	loopback := []net.IP{net.ParseIP("127.0.0.1")}
@@ -103,6 +79,53 @@ func newPKI(dir string) (*pki, error) {
 		return nil, err
 	}
 	return p, nil
+}
+
+// newCA makes a CA in dir: ca.crt, and its key in memory only.
+func newCA(dir string) (*pki, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          serial(),
+		Subject:               pkix.Name{CommonName: "teamspace-test-ca"},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(10 * 365 * 24 * time.Hour),
+		IsCA:                  true,
+		BasicConstraintsValid: true,
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, err
+	}
+	ca, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, err
+	}
+	p := &pki{dir: dir, ca: ca, key: key}
+	if err := writePEM(p.path("ca.crt"), "CERTIFICATE", der); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// LoopbackServing writes, for a test server outside the control plane (the
+// S3 server of the archive tests), a CA (ca.crt) and a serving pair for
+// 127.0.0.1 and localhost signed by it (server.crt, server.key) into dir.
+func LoopbackServing(dir string) (caFile, certFile, keyFile string, err error) {
+	p, err := newCA(dir)
+	if err != nil {
+		return "", "", "", err
+	}
+	if err := p.issue("server", "teamspace-test-server", "", true, []net.IP{net.ParseIP("127.0.0.1")}, []string{"localhost"}); err != nil {
+		return "", "", "", err
+	}
+	return p.path("ca.crt"), p.path("server.crt"), p.path("server.key"), nil
 }
 
 // issue writes NAME.crt and NAME.key, signed by the CA.

@@ -7,6 +7,8 @@ package s3store
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"net"
 	"net/http"
@@ -39,8 +41,12 @@ type Server struct {
 	AccessKeyFile, SecretKeyFile string
 	// Root is the posix backend's directory: the bucket is Root/Bucket.
 	Root string
+	// CAFile is the CA of the server's certificate (StartTLS); empty: plain
+	// HTTP.
+	CAFile string
 
 	bin, addr, access, secret, log string
+	certFile, keyFile              string
 	cmd                            *exec.Cmd
 	done                           chan struct{}
 }
@@ -62,9 +68,15 @@ func Binary() (string, error) {
 	return bin, nil
 }
 
-// Start runs a gateway with a bucket for the test and stops it when the
-// test ends.
-func Start(t testing.TB) *Server {
+// Start runs a gateway with a bucket for the test, on plain HTTP, and
+// stops it when the test ends.
+func Start(t testing.TB) *Server { t.Helper(); return start(t, false) }
+
+// StartTLS is Start on HTTPS, with a certificate for 127.0.0.1 of a CA of
+// the test's own (CAFile).
+func StartTLS(t testing.TB) *Server { t.Helper(); return start(t, true) }
+
+func start(t testing.TB, tls bool) *Server {
 	t.Helper()
 	bin, err := Binary()
 	if err != nil {
@@ -84,6 +96,13 @@ func Start(t testing.TB) *Server {
 		log:    filepath.Join(dir, "versitygw.log"),
 	}
 	s.Endpoint = "http://" + s.addr
+	if tls {
+		var err error
+		if s.CAFile, s.certFile, s.keyFile, err = controlplane.LoopbackServing(filepath.Join(dir, "pki")); err != nil {
+			t.Fatal(err)
+		}
+		s.Endpoint = "https://" + s.addr
+	}
 	s.AccessKeyFile = filepath.Join(dir, "access-key")
 	s.SecretKeyFile = filepath.Join(dir, "secret-key")
 	for f, v := range map[string]string{s.AccessKeyFile: s.access, s.SecretKeyFile: s.secret} {
@@ -112,25 +131,46 @@ func Start(t testing.TB) *Server {
 
 // Config is the hook's S3 configuration for this server's bucket.
 func (s *Server) Config(folder string) archive.S3Config {
-	return archive.S3Config{Endpoint: s.Endpoint, Bucket: s.Bucket, Folder: folder,
+	return archive.S3Config{Endpoint: s.Endpoint, Bucket: s.Bucket, Folder: folder, CAFile: s.CAFile,
 		AccessKeyFile: s.AccessKeyFile, SecretKeyFile: s.SecretKeyFile, Timeout: 5 * time.Second}
 }
 
 // Flags are the hook's command-line flags for this server's bucket.
 func (s *Server) Flags(folder string) []string {
-	return []string{"--archive-s3-endpoint=" + s.Endpoint, "--archive-s3-bucket=" + s.Bucket, "--archive-s3-folder=" + folder,
+	flags := []string{"--archive-s3-endpoint=" + s.Endpoint, "--archive-s3-bucket=" + s.Bucket, "--archive-s3-folder=" + folder,
 		"--archive-s3-access-key-file=" + s.AccessKeyFile, "--archive-s3-secret-key-file=" + s.SecretKeyFile}
+	if s.CAFile != "" {
+		flags = append(flags, "--archive-s3-ca-file="+s.CAFile)
+	}
+	return flags
 }
 
 // Client is an S3 client with the root credentials, for looking into the
 // bucket from a test.
 func (s *Server) Client(t testing.TB) *minio.Client {
 	t.Helper()
-	c, err := minio.New(s.addr, &minio.Options{Creds: credentials.NewStaticV4(s.access, s.secret, ""), BucketLookup: minio.BucketLookupPath})
+	c, err := minio.New(s.addr, &minio.Options{Creds: credentials.NewStaticV4(s.access, s.secret, ""), BucketLookup: minio.BucketLookupPath,
+		Secure: s.CAFile != "", Transport: s.transport(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// transport trusts the server's CA (and nothing else) when it has one.
+func (s *Server) transport(t testing.TB) *http.Transport {
+	t.Helper()
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	if s.CAFile != "" {
+		pem, err := os.ReadFile(s.CAFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pool := x509.NewCertPool()
+		pool.AppendCertsFromPEM(pem)
+		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	}
+	return tr
 }
 
 // Object reads one object of the bucket.
@@ -162,7 +202,11 @@ func (s *Server) StartAgain(t testing.TB) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(s.bin, "--access", s.access, "--secret", s.secret, "--port", s.addr, "posix", s.Root)
+	args := []string{"--access", s.access, "--secret", s.secret, "--port", s.addr}
+	if s.CAFile != "" {
+		args = append(args, "--cert", s.certFile, "--key", s.keyFile)
+	}
+	cmd := exec.Command(s.bin, append(args, "posix", s.Root)...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		logf.Close()
@@ -177,7 +221,7 @@ func (s *Server) StartAgain(t testing.TB) {
 			t.Fatalf("versitygw exited: %s", strings.TrimSpace(string(b)))
 		default:
 		}
-		resp, err := http.Get(s.Endpoint + "/")
+		resp, err := (&http.Client{Transport: s.transport(t), Timeout: 2 * time.Second}).Get(s.Endpoint + "/")
 		if err != nil {
 			return err
 		}
