@@ -59,7 +59,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.s3.AccessKeyFile, "archive-s3-access-key-file", "", "file holding the access key")
 	fs.StringVar(&o.s3.SecretKeyFile, "archive-s3-secret-key-file", "", "file holding the secret key")
 	fs.StringVar(&o.s3.CAFile, "archive-s3-ca-file", "", "PEM bundle trusted for the endpoint's certificate, beside the system's")
-	fs.DurationVar(&o.s3.Timeout, "archive-s3-timeout", 10*time.Second, "bound on every request to the store")
+	fs.DurationVar(&o.s3.Timeout, "archive-s3-timeout", archive.DefaultS3Timeout, "bound on every request to the store")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error (debug logs every request)")
 	fs.Int64Var(&o.maxRequestBytes, "max-request-bytes", server.DefaultMaxRequestBytes, "largest request body accepted")
 	fs.StringVar(&o.tlsCertFile, "tls-cert-file", "", "serve HTTPS with this certificate (reloaded when it changes)")
@@ -172,14 +172,13 @@ func run(args []string) error {
 }
 
 // openArchive opens the sink of the flags: the directory, or the bucket,
-// checked to be reachable with these credentials before the hook serves.
+// checked to be reachable with these credentials before the hook serves
+// (OpenS3 bounds the check by --archive-s3-timeout).
 func openArchive(o options) (archive.Sink, error) {
 	if o.s3.Endpoint == "" {
 		return archive.Open(o.archiveDir)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), o.s3.Timeout+5*time.Second)
-	defer cancel()
-	return archive.OpenS3(ctx, o.s3)
+	return archive.OpenS3(context.Background(), o.s3)
 }
 
 // isLoopback reports whether addr only accepts connections from this host.

@@ -38,10 +38,14 @@ type S3Config struct {
 	// CAFile is a PEM bundle trusted for the endpoint's certificate, beside
 	// the system's (a private CA).
 	CAFile string
-	// Timeout bounds every request to the store (default 10 s), so that a
-	// store that stopped answering fails a finalize instead of holding it.
+	// Timeout bounds every request to the store (0: DefaultS3Timeout), so
+	// that a store that stopped answering fails a finalize instead of
+	// holding it.
 	Timeout time.Duration
 }
+
+// DefaultS3Timeout bounds a request to the store when S3Config.Timeout is 0.
+const DefaultS3Timeout = 10 * time.Second
 
 // S3 writes records as objects <folder>/<name>.<uid>.json: the uid in the
 // key means a record of an earlier TeamSpace of the same name is never
@@ -49,9 +53,8 @@ type S3Config struct {
 // finalize writes nothing twice. A PUT is answered only once the store has
 // the whole object, so finalize says "done" only after that.
 type S3 struct {
-	client  *minio.Client
-	cfg     S3Config
-	timeout time.Duration
+	client *minio.Client
+	cfg    S3Config
 }
 
 // OpenS3 checks the configuration and that the bucket can be reached with
@@ -109,10 +112,10 @@ func OpenS3(ctx context.Context, cfg S3Config) (*S3, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--archive-s3-endpoint %q: %w", cfg.Endpoint, err)
 	}
-	s := &S3{client: client, cfg: cfg, timeout: cfg.Timeout}
-	if s.timeout <= 0 {
-		s.timeout = 10 * time.Second
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultS3Timeout
 	}
+	s := &S3{client: client, cfg: cfg}
 	if err := s.Check(ctx); err != nil {
 		return nil, err
 	}
@@ -150,7 +153,7 @@ func (s *S3) String() string {
 
 // Check says whether the bucket exists and these credentials may use it.
 func (s *S3) Check(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
 	ok, err := s.client.BucketExists(ctx, s.cfg.Bucket)
 	if err != nil {
@@ -162,8 +165,8 @@ func (s *S3) Check(ctx context.Context) error {
 	return nil
 }
 
-// Key is the object key of the record of (name, uid).
-func (s *S3) Key(name, uid string) string {
+// key is the object key of the record of (name, uid).
+func (s *S3) key(name, uid string) string {
 	return path.Join(s.cfg.Folder, name+"."+uid+".json")
 }
 
@@ -173,8 +176,8 @@ func (s *S3) Store(ctx context.Context, name, uid string, record any) (string, e
 	if err != nil {
 		return "", err
 	}
-	key := s.Key(name, uid)
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	key := s.key(name, uid)
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
 	_, err = s.client.StatObject(ctx, s.cfg.Bucket, key, minio.StatObjectOptions{})
 	switch {

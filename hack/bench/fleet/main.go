@@ -772,17 +772,12 @@ func (f *fleet) restart(ctx context.Context, stopCmd, startCmd string, gap time.
 	if err != nil {
 		return err
 	}
-	start := time.Now()
-	if err := benchutil.RunShell(startCmd); err != nil {
-		return fmt.Errorf("start: %w", err)
-	}
-	started := time.Since(start)
-	// The engine is a new process: all its CPU is in the window (the
-	// stopped one may not have been reaped at begin).
-	fresh, err := f.findProcsAgain()
+	start, started, fresh, err := f.startEngine(startCmd)
 	if err != nil {
 		return err
 	}
+	// The engine is a new process: all its CPU is in the window (the
+	// stopped one may not have been reaped at begin).
 	for _, name := range fresh {
 		w.cpu[name] = 0
 	}
@@ -847,9 +842,22 @@ func (f *fleet) stopEngine(phase, stopCmd, startCmd string) error {
 	return nil
 }
 
-// findProcsAgain finds the setup's processes again after the engine was
-// restarted, so that the memory report at the end is of the new one, and
-// returns the names of the processes that are new.
+// startEngine starts the engine that stopEngine stopped and finds the
+// setup's processes again, so that the memory report at the end is of the
+// new engine. It returns when the start began, how long the start command
+// took, and the names of the processes that are new.
+func (f *fleet) startEngine(startCmd string) (time.Time, time.Duration, []string, error) {
+	start := time.Now()
+	if err := benchutil.RunShell(startCmd); err != nil {
+		return start, 0, nil, fmt.Errorf("start: %w", err)
+	}
+	started := time.Since(start)
+	fresh, err := f.findProcsAgain()
+	return start, started, fresh, err
+}
+
+// findProcsAgain finds the setup's processes again and returns the names of
+// those that are new.
 func (f *fleet) findProcsAgain() ([]string, error) {
 	if f.state == "" {
 		return nil, nil
@@ -898,12 +906,8 @@ func (f *fleet) catchUp(ctx context.Context, stopCmd, startCmd string, down time
 	if ready := f.readyCount(); ready != 0 {
 		return fmt.Errorf("%d TeamSpaces Ready for their new generation with the engine stopped", ready)
 	}
-	start := time.Now()
-	if err := benchutil.RunShell(startCmd); err != nil {
-		return fmt.Errorf("start: %w", err)
-	}
-	started := time.Since(start)
-	if _, err := f.findProcsAgain(); err != nil {
+	start, started, _, err := f.startEngine(startCmd)
+	if err != nil {
 		return err
 	}
 	var allQuotas time.Duration
