@@ -32,8 +32,8 @@
 #   HTTP_ROUNDS          rounds of (bare, hook) per connection count [5]
 #   HTTP_DURATION        length of one wrk run [10s]
 #   BENCH_EXTRA_HOOKS    more hook binaries to alternate with, "label=/path ..." (prototypes)
-#   METACONTROLLER_BIN   the engine (as for hack/up.sh) [metacontroller on PATH]
-#   ENGINE_VERSION       its version, for machine.txt (the binary does not tell)
+#   METACONTROLLER_BIN   the engine (as for hack/up.sh) [metacontroller on PATH,
+#                        else built from its source: hack/lib.sh ensure_metacontroller]
 #   ENGINE_CONFIGS       ";"-separated "label=engine flags" for drift
 #                        [see ENGINE_CONFIGS_DEFAULT below]
 #   SCALE_ENGINE_CONFIGS the same for that fleet run, each on a fresh setup
@@ -91,7 +91,7 @@ machine() {
 		echo "go: $(go version)"
 		echo "kubernetes: $KUBE_VERSION (hack/lib.sh; binaries in $KUBE_BIN_DIR)"
 		if [[ -n $engine && -x $engine ]]; then
-			echo "engine: $engine, version ${ENGINE_VERSION:-unknown (set ENGINE_VERSION)}, $(go version "$engine" 2>/dev/null | cut -d' ' -f2-)"
+			echo "engine: $engine, version $(metacontroller_bin_version "$engine" || true) (pinned: $METACONTROLLER_VERSION), $(go version "$engine" 2>/dev/null | cut -d' ' -f2-)"
 		else
 			echo "engine: none (METACONTROLLER_BIN unset)"
 		fi
@@ -263,11 +263,19 @@ engine_with() {
 	METACONTROLLER_ARGS=$1 "$hack/up.sh" up >&2
 }
 
+# need_engine PHASE sets METACONTROLLER_BIN as hack/up.sh finds it (given,
+# on PATH, or built once from Metacontroller's source at the pinned tag).
+need_engine() {
+	if [[ -z ${METACONTROLLER_BIN:-} ]] && command -v metacontroller >/dev/null; then
+		METACONTROLLER_BIN=$(command -v metacontroller)
+	fi
+	ensure_metacontroller || die "$1 needs the engine (${METACONTROLLER_MISSING}): set METACONTROLLER_BIN or METACONTROLLER_SRC (see hack/up.sh)"
+}
+
 e2e() {
 	export TEAMSPACE_STATE=${BENCH_STATE:-/tmp/teamspace-bench}
 	export HOOK_PORT=${HOOK_PORT:-18380}
-	[[ -n ${METACONTROLLER_BIN:-} ]] || command -v metacontroller >/dev/null ||
-		die "e2e needs the engine: set METACONTROLLER_BIN (see hack/up.sh)"
+	need_engine e2e
 	(cd "$hack" && go build -o "$bin/drift" ./bench/drift && go build -o "$bin/fleet" ./bench/fleet)
 	trap e2e_down EXIT
 	e2e_setup_started=1
@@ -329,8 +337,7 @@ fleet() {
 	export TEAMSPACE_STATE=${BENCH_STATE:-/tmp/teamspace-bench}
 	export HOOK_PORT=${HOOK_PORT:-18380}
 	export TEAMSPACE_PROFILING=1
-	[[ -n ${METACONTROLLER_BIN:-} ]] || command -v metacontroller >/dev/null ||
-		die "fleet needs the engine: set METACONTROLLER_BIN (see hack/up.sh)"
+	need_engine fleet
 	(cd "$hack" && go build -o "$bin/fleet" ./bench/fleet)
 	local pprof_port=${BENCH_ENGINE_PPROF_PORT:-28060}
 	local window=${FLEET_WINDOW:-60s}
@@ -409,7 +416,7 @@ leader_pid() {
 failover() {
 	export TEAMSPACE_STATE=${BENCH_STATE:-/tmp/teamspace-bench}
 	export HOOK_PORT=${HOOK_PORT:-18380}
-	[[ -n ${METACONTROLLER_BIN:-} ]] || die "failover needs the engine: set METACONTROLLER_BIN"
+	need_engine failover
 	(cd "$hack" && go build -o "$bin/drift" ./bench/drift)
 	trap 'failover_down; e2e_down' EXIT
 	e2e_setup_started=1

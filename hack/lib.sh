@@ -25,6 +25,13 @@ KINE_BIN="${TEAMSPACE_CACHE}/kine-${KINE_VERSION}/bin/kine"
 VERSITYGW_VERSION="${VERSITYGW_VERSION:-v1.8.0}"
 VERSITYGW_BIN="${TEAMSPACE_CACHE}/versitygw-${VERSITYGW_VERSION}/bin/versitygw"
 
+# The Metacontroller release the project runs and is tested with: the one
+# place it is pinned (hack/deploy/install.sh's default CRDs, the test
+# engine ensure_metacontroller builds, hack/bench.sh's machine.txt).
+METACONTROLLER_VERSION="${METACONTROLLER_VERSION:-v4.17.2}"
+METACONTROLLER_REPO=https://github.com/metacontroller/metacontroller
+METACONTROLLER_CACHE="${TEAMSPACE_CACHE}/metacontroller-${METACONTROLLER_VERSION}"
+
 # compositecontroller_at BASE_URL prints compositecontroller.yaml with its
 # hook URLs at BASE_URL (e.g. http://127.0.0.1:8123) instead of the default
 # http://127.0.0.1:8080: the one place a hook URL is rewritten (hack/up.sh,
@@ -268,6 +275,152 @@ ensure_datastore() {
 		;;
 	*) die "TEAMSPACE_DATASTORE=${TEAMSPACE_DATASTORE}: want kine or etcd" ;;
 	esac
+}
+
+# ----------------------------------------------------------------- the engine
+# Metacontroller's module path is "metacontroller", so `go install
+# MODULE@VERSION` cannot fetch it: it is built from a source tree at the
+# pinned tag, as a clone of that tag is built anywhere.
+
+# metacontroller_src_version DIR prints the tag of the Metacontroller tree
+# DIR: the tag its git checkout is at, else the one its SOURCE file names
+# (../shared/metacontroller/<version> has one), else nothing.
+metacontroller_src_version() {
+	local dir=$1 top
+	if top=$(git -C "${dir}" rev-parse --show-toplevel 2>/dev/null) &&
+		[[ "$(cd "${top}" && pwd -P)" == "$(cd "${dir}" && pwd -P)" ]] &&
+		git -C "${dir}" describe --tags --exact-match HEAD 2>/dev/null; then
+		return 0
+	fi
+	if [[ -r "${dir}/SOURCE" ]]; then
+		sed -n 's/.*(tag \(v[0-9][^,) ]*\).*/\1/p' "${dir}/SOURCE" | head -1
+	fi
+}
+
+# metacontroller_bin_version BIN prints the version stamped into a
+# Metacontroller binary (-X main.version=..., as its release builds and
+# ensure_metacontroller do; "v" added where a release left it out), or
+# nothing when its build does not say.
+metacontroller_bin_version() {
+	local v
+	v=$(go version -m "$1" 2>/dev/null |
+		sed -n 's/.*-X[= ]\{0,1\}main\.version=\([^ "'\'']*\).*/\1/p' | head -1)
+	[[ -n "${v}" ]] || return 0
+	[[ "${v}" == v* ]] || v="v${v}"
+	printf '%s\n' "${v}"
+}
+
+# check_metacontroller_bin BIN WHAT dies in one line (naming WHAT) unless BIN
+# is an executable file, a Go program whose main package is Metacontroller's
+# and whose stamped version, where it has one, is METACONTROLLER_VERSION.
+check_metacontroller_bin() {
+	local bin=$1 what=$2 v main
+	[[ -f "${bin}" && -x "${bin}" ]] || die "${what} is not an executable file"
+	main=$(go version -m "${bin}" 2>/dev/null | awk '$1 == "path" {print $2; exit}') ||
+		die "${what} is not a Go program (go version -m cannot read it), so not Metacontroller"
+	[[ -n "${main}" ]] || die "${what} is not a Go program (go version -m cannot read it), so not Metacontroller"
+	[[ "${main}" == */pkg/cmd/metacontroller || "${main}" == metacontroller ]] ||
+		die "${what} is the Go program ${main}, not Metacontroller (.../pkg/cmd/metacontroller)"
+	v=$(metacontroller_bin_version "${bin}")
+	if [[ -z "${v}" ]]; then
+		say "${what}: its build does not say its version; taken as ${METACONTROLLER_VERSION}"
+	elif [[ "${v}" != "${METACONTROLLER_VERSION}" ]]; then
+		die "${what} is Metacontroller ${v}, not ${METACONTROLLER_VERSION} (the version hack/lib.sh pins)"
+	fi
+}
+
+# build_metacontroller SRC WHAT builds SRC's ./pkg/cmd/metacontroller into
+# METACONTROLLER_CACHE/bin (static, so that it also runs inside the node of
+# hack/node.sh; the version stamped as its release does). A tree that is not
+# Metacontroller's, of another version or that does not build dies in one
+# line naming WHAT.
+build_metacontroller() {
+	local src=$1 what=$2 v tmp log start
+	[[ -f "${src}/go.mod" && -d "${src}/pkg/cmd/metacontroller" ]] &&
+		grep -qx 'module metacontroller' "${src}/go.mod" ||
+		die "${what} is not a Metacontroller source tree (want go.mod of module metacontroller and pkg/cmd/metacontroller)"
+	v=$(metacontroller_src_version "${src}")
+	[[ -n "${v}" ]] || die "${what}: cannot tell its version (not a git checkout of a tag, no SOURCE naming one); want ${METACONTROLLER_VERSION}"
+	[[ "${v}" == "${METACONTROLLER_VERSION}" ]] || die "${what} is Metacontroller ${v}, not ${METACONTROLLER_VERSION} (the version hack/lib.sh pins)"
+	start="${SECONDS}"
+	say "building Metacontroller ${METACONTROLLER_VERSION} from ${src} into ${METACONTROLLER_CACHE}/bin (~4 minutes cold on 2 cores)"
+	tmp="$(mktemp -d "${METACONTROLLER_CACHE}/bin.tmp.XXXXXX")"
+	log="${METACONTROLLER_CACHE}/build.log"
+	if ! (cd "${src}" && GOWORK=off CGO_ENABLED=0 go build -trimpath \
+		-ldflags="-s -w -X main.version=${METACONTROLLER_VERSION}" \
+		-o "${tmp}/metacontroller" ./pkg/cmd/metacontroller) >"${log}" 2>&1; then
+		rm -rf "${tmp}"
+		die "${what} does not build (go build ./pkg/cmd/metacontroller: $(tail -n 1 "${log}"); all of it in ${log})"
+	fi
+	chmod 0755 "${tmp}"
+	rm -rf "${METACONTROLLER_CACHE:?}/bin"
+	mv "${tmp}" "${METACONTROLLER_CACHE}/bin"
+	say "built in $((SECONDS - start))s"
+}
+
+# ensure_metacontroller sets and exports METACONTROLLER_BIN, the engine that
+# the tests, hack/up.sh and hack/bench.sh run:
+#   - METACONTROLLER_BIN when set;
+#   - else METACONTROLLER_CACHE/bin/metacontroller, built once (under a lock)
+#     from the first source tree of: METACONTROLLER_SRC if set,
+#     ../shared/metacontroller/<version> beside the checkout when it exists,
+#     a shallow clone of the tag from METACONTROLLER_REPO when the network
+#     allows.
+# Bad input (a binary that is not executable or is of another version, a
+# tree of another version or that does not build) dies in one line naming
+# the path. With no engine to be had it returns 1, the reason in
+# METACONTROLLER_MISSING: the caller decides whether that is fatal.
+ensure_metacontroller() {
+	METACONTROLLER_MISSING=
+	if [[ -n "${METACONTROLLER_BIN:-}" ]]; then
+		check_metacontroller_bin "${METACONTROLLER_BIN}" "METACONTROLLER_BIN=${METACONTROLLER_BIN}"
+		export METACONTROLLER_BIN
+		return 0
+	fi
+	local bin="${METACONTROLLER_CACHE}/bin/metacontroller" lock_fd rc=0
+	local shared="${TEAMSPACE_ROOT}/../shared/metacontroller/${METACONTROLLER_VERSION}"
+	if [[ ! -x "${bin}" ]]; then
+		mkdir -p "${METACONTROLLER_CACHE}"
+		exec {lock_fd}>"${METACONTROLLER_CACHE}/build.lock"
+		flock "${lock_fd}"
+		if [[ -x "${bin}" ]]; then
+			:
+		elif [[ -n "${METACONTROLLER_SRC:-}" ]]; then
+			[[ -d "${METACONTROLLER_SRC}" ]] || die "METACONTROLLER_SRC=${METACONTROLLER_SRC} is not a directory"
+			build_metacontroller "${METACONTROLLER_SRC}" "METACONTROLLER_SRC=${METACONTROLLER_SRC}"
+		elif [[ -d "${shared}" ]]; then
+			build_metacontroller "${shared}" "$(cd "${shared}" && pwd)"
+		else
+			clone_metacontroller && build_metacontroller "${METACONTROLLER_CACHE}/src" "${METACONTROLLER_CACHE}/src (cloned)" || rc=$?
+		fi
+		exec {lock_fd}>&-
+		((rc == 0)) || return "${rc}"
+	fi
+	check_metacontroller_bin "${bin}" "${bin}"
+	METACONTROLLER_BIN="${bin}"
+	export METACONTROLLER_BIN
+}
+
+# clone_metacontroller makes METACONTROLLER_CACHE/src a shallow clone of
+# the tag (kept for the next build), or returns 1 with the reason in
+# METACONTROLLER_MISSING.
+clone_metacontroller() {
+	local dst="${METACONTROLLER_CACHE}/src" tmp out
+	[[ -f "${dst}/go.mod" ]] && return 0
+	command -v git >/dev/null || {
+		METACONTROLLER_MISSING="no METACONTROLLER_BIN, no METACONTROLLER_SRC, no ${TEAMSPACE_ROOT%/*}/shared/metacontroller/${METACONTROLLER_VERSION}, and no git to clone ${METACONTROLLER_REPO}"
+		return 1
+	}
+	say "cloning ${METACONTROLLER_REPO} at ${METACONTROLLER_VERSION} into ${dst}"
+	tmp="$(mktemp -d "${METACONTROLLER_CACHE}/src.tmp.XXXXXX")"
+	if ! out=$(GIT_TERMINAL_PROMPT=0 timeout 300 git clone --quiet --depth 1 \
+		--branch "${METACONTROLLER_VERSION}" "${METACONTROLLER_REPO}" "${tmp}" 2>&1); then
+		rm -rf "${tmp}"
+		METACONTROLLER_MISSING="no METACONTROLLER_BIN, no METACONTROLLER_SRC, no ${TEAMSPACE_ROOT%/*}/shared/metacontroller/${METACONTROLLER_VERSION}, and cloning ${METACONTROLLER_REPO} at ${METACONTROLLER_VERSION} failed ($(tail -n 1 <<<"${out}"))"
+		return 1
+	fi
+	rm -rf "${dst}"
+	mv "${tmp}" "${dst}"
 }
 
 # ------------------------------------------------------ background processes

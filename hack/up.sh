@@ -22,8 +22,10 @@
 # hack/down.sh stops everything again.
 #
 # Environment:
-#   METACONTROLLER_BIN   the Metacontroller binary (else `metacontroller` on PATH).
-#                        This project neither ships nor builds it.
+#   METACONTROLLER_BIN   the Metacontroller binary (else `metacontroller` on PATH,
+#                        else built once from its source at the version
+#                        hack/lib.sh pins: METACONTROLLER_SRC, or
+#                        ../shared/metacontroller/<version>, or a clone of the tag).
 #   METACONTROLLER_CRDS  Metacontroller's CRD manifest (metacontroller-crds-v1.yaml
 #                        of its release); default ../shared/metacontroller/ beside
 #                        this repository when present.
@@ -45,31 +47,17 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 repo=$TEAMSPACE_ROOT
 cluster_sh="$repo/hack/cluster.sh"
 
-# find_engine prints the Metacontroller binary to use, or explains how to get one.
+# find_engine prints the Metacontroller binary to use: METACONTROLLER_BIN,
+# else `metacontroller` on PATH, else the one ensure_metacontroller builds
+# once from its source at the pinned tag (hack/lib.sh); or says in one line
+# how to provide one.
 find_engine() {
-	local bin=${METACONTROLLER_BIN:-}
-	if [[ -n $bin ]]; then
-		[[ -x $bin ]] || die "METACONTROLLER_BIN=$bin is not an executable file"
-	else
-		bin=$(command -v metacontroller || true)
+	if [[ -z ${METACONTROLLER_BIN:-} ]] && command -v metacontroller >/dev/null; then
+		METACONTROLLER_BIN=$(command -v metacontroller)
 	fi
-	if [[ -z $bin ]]; then
-		cat >&2 <<'EOF'
-up.sh: error: no Metacontroller binary: set METACONTROLLER_BIN=/path/to/metacontroller
-or put `metacontroller` on PATH. Nothing has been started.
-
-This project does not ship or build Metacontroller (tested with v4.17.2). To get it:
-  - Metacontroller's GitHub releases (github.com/metacontroller/metacontroller/releases)
-    attach archives per platform, e.g. metacontroller_4.17.2_Linux_x86_64.tar.gz,
-    holding the `metacontroller` binary;
-  - or copy it out of its container image, where it is /usr/bin/metacontroller:
-      id=$(docker create ghcr.io/metacontroller/metacontroller:v4.17.2)
-      docker cp "$id":/usr/bin/metacontroller . && docker rm "$id"
-  - or build it from Metacontroller's source: go build ./pkg/cmd/metacontroller
-EOF
-		exit 1
-	fi
-	printf '%s\n' "$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")"
+	ensure_metacontroller ||
+		die "no engine (${METACONTROLLER_MISSING}): set METACONTROLLER_BIN=/path/to/metacontroller (${METACONTROLLER_VERSION}) or METACONTROLLER_SRC=/path/to/a/checkout/of/its/tag. Nothing has been started."
+	printf '%s\n' "$(cd "$(dirname "$METACONTROLLER_BIN")" && pwd)/$(basename "$METACONTROLLER_BIN")"
 }
 
 find_engine_crds() {
@@ -77,7 +65,7 @@ find_engine_crds() {
 	if [[ ! -r $f ]]; then
 		die "Metacontroller's CRDs not found at $f: set METACONTROLLER_CRDS to the
 metacontroller-crds-v1.yaml of Metacontroller's release (manifests/production/ in its
-repository at tag v4.17.2). Nothing has been started."
+repository at tag ${METACONTROLLER_VERSION}). Nothing has been started."
 	fi
 	printf '%s\n' "$(cd "$(dirname "$f")" && pwd)/$(basename "$f")"
 }

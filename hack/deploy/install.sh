@@ -6,7 +6,7 @@
 #
 # Usage: hack/deploy/install.sh [options]
 #   --metacontroller-crds=PATH|URL  Metacontroller's CRD manifest
-#                        (env METACONTROLLER_CRDS; default: the v4.17.2 release's
+#                        (env METACONTROLLER_CRDS; default: the pinned release's
 #                        manifests/production/metacontroller-crds-v1.yaml URL)
 #   --service-manager=systemd|none  (env SERVICE_MANAGER, default systemd).
 #                        none: start the units' ExecStart= command lines in the
@@ -39,7 +39,7 @@ prog=install.sh
 # shellcheck source=hack/deploy/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-METACONTROLLER_VERSION=v4.17.2
+# METACONTROLLER_VERSION: hack/lib.sh, the one place it is pinned.
 default_crds="https://raw.githubusercontent.com/metacontroller/metacontroller/$METACONTROLLER_VERSION/manifests/production/metacontroller-crds-v1.yaml"
 
 while (($# > 0)); do

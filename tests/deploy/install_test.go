@@ -14,11 +14,11 @@ import (
 	"github.com/labhub/teamspace/tests/testenv"
 )
 
-// engineBinary is METACONTROLLER_BIN, or a stub built for the test (real
+// engineBinary is the real engine, or a stub built for the test (real
 // reports whether it is the real engine).
 func engineBinary(t *testing.T) (bin string, real bool) {
 	t.Helper()
-	if b := os.Getenv("METACONTROLLER_BIN"); b != "" {
+	if b := testenv.Engine(t, "tests/deploy: install.sh and uninstall.sh run a stub engine; no TeamSpace is reconciled or deleted through them"); b != "" {
 		return b, true
 	}
 	return testenv.StubEngine(t), false

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/labhub/teamspace/tests/testenv"
 )
 
 const (
@@ -134,9 +136,7 @@ var forbidden = regexp.MustCompile(`(?i)forbidden`)
 // and quota appear, status and finalizer are written, deletion completes
 // and is archived, and the engine was never refused anything.
 func TestRBACSufficient(t *testing.T) {
-	if os.Getenv("METACONTROLLER_BIN") == "" {
-		t.Skip("METACONTROLLER_BIN not set: cannot run the engine to prove rbac.yaml is enough (TestRBACBounds still checks what it grants)")
-	}
+	testenv.NeedEngine(t, "tests/deploy: TestRBACSufficient (the engine runs a TeamSpace's whole life on exactly rbac.yaml's grant)")
 	needCluster(t)
 	crds := metacontrollerCRDs(t)
 	skipIfInstalled(t)

@@ -107,7 +107,7 @@ func TestUninstallCannotStrand(t *testing.T) {
 	})
 	kubectlOK(t, "annotate", "teamspaces.platform.labhub.io", prot, "platform.labhub.io/protected-")
 	if !in.real {
-		t.Log("METACONTROLLER_BIN not set: --delete-teamspaces to the end and the recovery of a stranded TeamSpace need the real engine; skipped")
+		t.Log("no engine: --delete-teamspaces to the end and the recovery of a stranded TeamSpace need the real engine; skipped")
 		return
 	}
 	kubectlOK(t, "delete", "teamspaces.platform.labhub.io", prot, "--wait=true", "--timeout=90s")

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/labhub/teamspace/tests/testenv"
 )
 
 // verifyUnit runs `systemd-analyze verify` on unit text saved as name in a
@@ -59,7 +61,7 @@ func unitText(t *testing.T, name string) string {
 		t.Fatal(err)
 	}
 	hook := hookBinary(t)
-	engine := os.Getenv("METACONTROLLER_BIN")
+	engine := testenv.Engine(t, "tests/deploy: systemd-analyze verify checks the engine unit with the hook binary in the engine's place")
 	if engine == "" {
 		engine = hook // any executable will do for verify
 	}
@@ -293,10 +295,7 @@ func TestHookUnitCommandLine(t *testing.T) {
 // line (Go's flag package stops at the first unknown one; -help after them
 // exits 0 only if all were accepted). Needs METACONTROLLER_BIN.
 func TestEngineUnitFlags(t *testing.T) {
-	bin := os.Getenv("METACONTROLLER_BIN")
-	if bin == "" {
-		t.Skip("METACONTROLLER_BIN not set: cannot check the engine's flags")
-	}
+	bin := testenv.NeedEngine(t, "tests/deploy: TestEngineUnitFlags (the engine knows every flag of its unit)")
 	entries := parseUnit(t, filepath.Join(repoRoot(t), "hack", "deploy", "systemd", "metacontroller.service"))
 	args := execStart(t, entries, map[string]string{"%d": t.TempDir()})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/labhub/teamspace/tests/testenv"
 )
 
 // TestEngineWithoutTeamNamespaceGrant: an install whose engine identity may
@@ -22,7 +24,7 @@ func TestEngineWithoutTeamNamespaceGrant(t *testing.T) {
 	skipIfInstalled(t)
 	in := newInstall(t, crds)
 	if !in.real {
-		t.Skip("METACONTROLLER_BIN not set: what the engine does with a refused namespace needs the real engine")
+		testenv.NeedEngine(t, "tests/deploy: TestEngineWithoutTeamNamespaceGrant (what the engine does with a refused namespace)")
 	}
 	const ts, bystander = "wrong-identity", "team-wrong-identity-bystander"
 	t.Cleanup(func() {

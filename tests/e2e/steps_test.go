@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/labhub/teamspace/tests/s3store"
+	"github.com/labhub/teamspace/tests/testenv"
 	"github.com/labhub/teamspace/tests/watchtiming"
 )
 
@@ -456,9 +457,7 @@ func TestArchiveInS3(t *testing.T) {
 	if os.Getenv("WALKTHROUGH_CLUSTER") == "current" {
 		t.Skip("WALKTHROUGH_CLUSTER=current: the setup's archive is what it is")
 	}
-	if os.Getenv("METACONTROLLER_BIN") == "" {
-		t.Skip("METACONTROLLER_BIN not set: no engine to delete TeamSpaces with")
-	}
+	testenv.NeedEngine(t, "tests/e2e: TestArchiveInS3 (deletions archived into S3, the store stopped during one)")
 	srv := s3store.Start(t)
 	w := setUp(t, "HOOK_ARCHIVE_ARGS="+strings.Join(srv.Flags("archive"), " "))
 	w.s3 = srv

@@ -149,11 +149,7 @@ func setUp(t *testing.T, extraEnv ...string) *walk {
 			t.Fatal(`WALKTHROUGH_CLUSTER=current needs the environment of a running setup: eval "$(hack/up.sh env)"`)
 		}
 	default:
-		if os.Getenv("METACONTROLLER_BIN") == "" {
-			t.Skip("METACONTROLLER_BIN not set: skipped the end-to-end walkthrough, nothing was run. " +
-				"It needs a Metacontroller binary (not shipped by this project, see hack/up.sh): " +
-				"METACONTROLLER_BIN=/path/to/metacontroller go test -timeout 40m ./tests/e2e")
-		}
+		testenv.NeedEngine(t, "tests/e2e: the walkthrough (every step on the real engine), the S3 deletion")
 		w.env = startSetup(t, repo, extraEnv...)
 	}
 

@@ -129,10 +129,9 @@ func TestNode(t *testing.T) {
 	if os.Getuid() != 0 {
 		t.Fatal("TEAMSPACE_NODE_TEST=1 but not root: systemd-nspawn needs root")
 	}
-	engine, real := os.Getenv("METACONTROLLER_BIN"), true
+	engine, real := testenv.Engine(t, "tests/node: the engine unit runs a stub (health endpoint only); the TeamSpace lifecycle, the archive record and the reboot catch-up are skipped"), true
 	if engine == "" {
 		engine, real = testenv.StubEngine(t), false
-		t.Log("METACONTROLLER_BIN not set: the engine unit runs a stub (health endpoint only); the walkthrough-free engine checks and the reboot catch-up are skipped")
 	}
 	before := hostState(t)
 	m := &machine{t: t, state: filepath.Join(t.TempDir(), "node")}
