@@ -29,7 +29,7 @@ VERSITYGW_BIN="${TEAMSPACE_CACHE}/versitygw-${VERSITYGW_VERSION}/bin/versitygw"
 # place it is pinned (hack/deploy/install.sh's default CRDs, the test
 # engine ensure_metacontroller builds, hack/bench.sh's machine.txt).
 METACONTROLLER_VERSION="${METACONTROLLER_VERSION:-v4.17.2}"
-METACONTROLLER_REPO=https://github.com/metacontroller/metacontroller
+METACONTROLLER_REPO="${METACONTROLLER_REPO:-https://github.com/metacontroller/metacontroller}"
 METACONTROLLER_CACHE="${TEAMSPACE_CACHE}/metacontroller-${METACONTROLLER_VERSION}"
 
 # compositecontroller_at BASE_URL prints compositecontroller.yaml with its
@@ -297,15 +297,18 @@ metacontroller_src_version() {
 	fi
 }
 
-# metacontroller_bin_version BIN prints the version stamped into a
-# Metacontroller binary (-X main.version=..., as its release builds and
+# metacontroller_bin_version BIN prints the version a Metacontroller binary
+# was stamped with (-X main.version=..., as its release builds and
 # ensure_metacontroller do; "v" added where a release left it out), or
-# nothing when its build does not say.
+# nothing when it was not. -trimpath keeps -ldflags out of the build info,
+# so the binary is asked: it logs its version first, then stops at the
+# kubeconfig it cannot read (nothing is served or contacted before that).
 metacontroller_bin_version() {
 	local v
-	v=$(go version -m "$1" 2>/dev/null |
-		sed -n 's/.*-X[= ]\{0,1\}main\.version=\([^ "'\'']*\).*/\1/p' | head -1)
-	[[ -n "${v}" ]] || return 0
+	v=$(timeout 10 "$1" --kubeconfig=/nonexistent/teamspace-version-probe --metrics-address=0 \
+		--health-probe-bind-address=0 --pprof-address=0 </dev/null 2>&1 |
+		sed -n 's/.*"msg":"Configuration information".*"version":"\([^"]*\)".*/\1/p' | head -1) || true
+	[[ -n "${v}" && "${v}" != "No version provided" ]] || return 0
 	[[ "${v}" == v* ]] || v="v${v}"
 	printf '%s\n' "${v}"
 }
@@ -323,7 +326,7 @@ check_metacontroller_bin() {
 		die "${what} is the Go program ${main}, not Metacontroller (.../pkg/cmd/metacontroller)"
 	v=$(metacontroller_bin_version "${bin}")
 	if [[ -z "${v}" ]]; then
-		say "${what}: its build does not say its version; taken as ${METACONTROLLER_VERSION}"
+		say "${what}: it does not say its version (not stamped at build); taken as ${METACONTROLLER_VERSION}"
 	elif [[ "${v}" != "${METACONTROLLER_VERSION}" ]]; then
 		die "${what} is Metacontroller ${v}, not ${METACONTROLLER_VERSION} (the version hack/lib.sh pins)"
 	fi
@@ -336,9 +339,10 @@ check_metacontroller_bin() {
 # line naming WHAT.
 build_metacontroller() {
 	local src=$1 what=$2 v tmp log start
-	[[ -f "${src}/go.mod" && -d "${src}/pkg/cmd/metacontroller" ]] &&
-		grep -qx 'module metacontroller' "${src}/go.mod" ||
+	if [[ ! -f "${src}/go.mod" || ! -d "${src}/pkg/cmd/metacontroller" ]] ||
+		! grep -qx 'module metacontroller' "${src}/go.mod"; then
 		die "${what} is not a Metacontroller source tree (want go.mod of module metacontroller and pkg/cmd/metacontroller)"
+	fi
 	v=$(metacontroller_src_version "${src}")
 	[[ -n "${v}" ]] || die "${what}: cannot tell its version (not a git checkout of a tag, no SOURCE naming one); want ${METACONTROLLER_VERSION}"
 	[[ "${v}" == "${METACONTROLLER_VERSION}" ]] || die "${what} is Metacontroller ${v}, not ${METACONTROLLER_VERSION} (the version hack/lib.sh pins)"
@@ -371,6 +375,7 @@ build_metacontroller() {
 # the path. With no engine to be had it returns 1, the reason in
 # METACONTROLLER_MISSING: the caller decides whether that is fatal.
 ensure_metacontroller() {
+	# shellcheck disable=SC2034 # read by the callers (hack/test.sh, up.sh, bench.sh)
 	METACONTROLLER_MISSING=
 	if [[ -n "${METACONTROLLER_BIN:-}" ]]; then
 		check_metacontroller_bin "${METACONTROLLER_BIN}" "METACONTROLLER_BIN=${METACONTROLLER_BIN}"
@@ -389,7 +394,8 @@ ensure_metacontroller() {
 			[[ -d "${METACONTROLLER_SRC}" ]] || die "METACONTROLLER_SRC=${METACONTROLLER_SRC} is not a directory"
 			build_metacontroller "${METACONTROLLER_SRC}" "METACONTROLLER_SRC=${METACONTROLLER_SRC}"
 		elif [[ -d "${shared}" ]]; then
-			build_metacontroller "${shared}" "$(cd "${shared}" && pwd)"
+			shared="$(cd "${shared}" && pwd)"
+			build_metacontroller "${shared}" "${shared}"
 		else
 			clone_metacontroller && build_metacontroller "${METACONTROLLER_CACHE}/src" "${METACONTROLLER_CACHE}/src (cloned)" || rc=$?
 		fi
@@ -404,6 +410,7 @@ ensure_metacontroller() {
 # clone_metacontroller makes METACONTROLLER_CACHE/src a shallow clone of
 # the tag (kept for the next build), or returns 1 with the reason in
 # METACONTROLLER_MISSING.
+# shellcheck disable=SC2034 # METACONTROLLER_MISSING is read by the callers
 clone_metacontroller() {
 	local dst="${METACONTROLLER_CACHE}/src" tmp out
 	[[ -f "${dst}/go.mod" ]] && return 0

@@ -4,14 +4,16 @@
 // each asserting against the cluster and writing its JSON evidence for a
 // reader.
 //
-// It needs a Metacontroller binary, which this project does not ship:
+// It needs the engine: hack/test.sh provides it (hack/lib.sh
+// ensure_metacontroller builds it from its source at the pinned tag), and
 //
 //	METACONTROLLER_BIN=/path/to/metacontroller go test -timeout 40m ./tests/e2e
 //
 // starts a private setup and brings it down afterwards; against a running
 // one (hack/up.sh, then eval "$(hack/up.sh env)"), hack/walkthrough.sh runs
 // the same test with WALKTHROUGH_CLUSTER=current. Without either the test
-// skips and says so. WALKTHROUGH_OUT is where the evidence goes (default: a
+// skips and says so (testenv.NeedEngine), unless TEAMSPACE_REQUIRE_ENGINE=1
+// makes that a failure. WALKTHROUGH_OUT is where the evidence goes (default: a
 // temporary directory, kept when a step fails or TEAMSPACE_E2E_KEEP is set).
 //
 // To add a step: write a func(*testing.T, *walk) and add it to steps.
