@@ -2,7 +2,9 @@
 # hack/deploy/status.sh: an operator's report on TeamSpaces and the archive.
 #
 # Prints two tables, and between them the team-* namespaces that no
-# TeamSpace owns, if there are any:
+# TeamSpace owns, if there are any, and the access in team namespaces that
+# spec.owners does not govern (RoleBindings other than team-owners, with
+# their role and subjects; ServiceAccount token Secrets, if any):
 #   TeamSpaces       NAME, READY (status of condition Ready), REASON, AGE,
 #                    PROTECTED (annotation platform.labhub.io/protected is
 #                    "true"), DELETING: for a TeamSpace with a
@@ -190,6 +192,37 @@ if [[ -n $unowned ]]; then
 	printf '\nteam-* namespaces no TeamSpace owns (made by hand or left over; a TeamSpace of that name says NamespaceConflict):\n'
 	mapfile -t unowned_lines <<<"$unowned"
 	printf '  %s\n' "${unowned_lines[@]}"
+fi
+
+# --- access in team namespaces beside the owners --------------------------------
+# What spec.owners does not take away: RoleBindings other than team-owners
+# (owners may bind only the namespace's ServiceAccounts, namespaces.yaml;
+# older ones may bind anyone) and the ServiceAccount token Secrets, which
+# outlive whoever made them (README.md, "Owners").
+jp='{range .items[*]}{.metadata.namespace}{"|"}{.metadata.name}{"|"}{.roleRef.kind}{" "}{.roleRef.name}{"|"}'
+jp+='{range .subjects[*]}{.kind}{" "}{.namespace}{"/"}{.name}{","}{end}{"\n"}{end}'
+if access=$(kc get rolebindings --all-namespaces -o jsonpath="$jp" 2>&1); then
+	access=$(awk -F'|' '$1 ~ /^team-/ && $2 != "team-owners" {
+		s = $4; sub(/,$/, "", s); gsub(/ \//, " ", s); gsub(/,/, ", ", s)
+		printf "%s\t%s\t%s\t%s\n", $1, $2, $3, s }' <<<"$access")
+	printf '\nAccess in team namespaces beside spec.owners (RoleBindings other than team-owners):\n'
+	if [[ -z $access ]]; then
+		echo "  none"
+	else
+		printf 'NAMESPACE\tROLEBINDING\tROLE\tSUBJECTS\n%s\n' "$access" | table | sed 's/^/  /'
+	fi
+else
+	printf '\nAccess in team namespaces beside spec.owners: cannot list RoleBindings (%s)\n' "$(grep . <<<"$access" | tail -n 1)"
+fi
+jp='{range .items[*]}{.metadata.namespace}{"|"}{.metadata.name}{"|"}{.metadata.annotations.kubernetes\.io/service-account\.name}{"\n"}{end}'
+if tokens=$(kc get secrets --all-namespaces --field-selector=type=kubernetes.io/service-account-token -o jsonpath="$jp" 2>&1); then
+	tokens=$(awk -F'|' '$1 ~ /^team-/ { printf "%s\t%s\t%s\n", $1, $2, $3 }' <<<"$tokens")
+	if [[ -n $tokens ]]; then
+		printf '\nServiceAccount token Secrets in team namespaces (they outlive whoever made them):\n'
+		printf 'NAMESPACE\tSECRET\tSERVICEACCOUNT\n%s\n' "$tokens" | table | sed 's/^/  /'
+	fi
+else
+	printf '\nServiceAccount token Secrets in team namespaces: cannot list Secrets (%s)\n' "$(grep . <<<"$tokens" | tail -n 1)"
 fi
 
 # --- archive ------------------------------------------------------------------

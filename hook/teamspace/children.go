@@ -46,6 +46,11 @@ type childType struct {
 	// Active (creating it earlier fails and costs a retry with backoff).
 	name       func(teamspace string) string
 	namespaced bool
+	// after: the child is asked for only once the engine shows a child of
+	// that type, i.e. one the TeamSpace owns (the engine shows no other).
+	// The owners' ClusterRoleBinding waits for their ClusterRole, so that
+	// it never binds a role of that name someone else made.
+	after *childType
 	// optional: a valid spec may ask for none. The engine deletes the
 	// child then, reported as ReasonChildRemoving until it is gone.
 	optional bool
@@ -63,18 +68,18 @@ type childType struct {
 	// decode reads an observed child's raw content fields into a new object;
 	// the metadata beyond labels is not needed.
 	decode func(o *Object) (object, error)
-	// content is obj reduced to the fields the hook sets, besides name,
+	// content is obj reduced to the fields the hook owns, besides name,
 	// namespace and the TeamSpace label: what is compared with the spec and
-	// what is kept while a spec is invalid. The comparison is apimachinery's
-	// semantic DeepDerivative (quantities by value; a field or map key the
-	// desired child leaves unset is not compared): what others add beside
-	// the hook's fields the engine's 3-way merge keeps, so it is no
-	// difference.
+	// what is kept while a spec is invalid. Fields others add beside them
+	// are theirs (the engine's 3-way merge keeps them) and content leaves
+	// them out; inside them the comparison is exact (apimachinery's
+	// semantic DeepEqual: quantities by value), so a key or item added to
+	// an owned map or list is a difference too (strangers.go removes it).
 	content func(obj object) object
-	// exact compares content with semantic DeepEqual instead: a field the
-	// spec stops setting is a difference too (the engine removes it, since
-	// its last-applied copy has it).
-	exact bool
+	// compared, if set, is content in the form compared: a list the engine
+	// merges by name (subjects) sorted by name, since the engine keeps the
+	// live order.
+	compared func(obj object) object
 	// labelsIgnored: an observed child's labels are not compared, only its
 	// content.
 	labelsIgnored bool
@@ -86,10 +91,6 @@ type childType struct {
 	noun     string
 	// outOfDateMessage replaces the generic out-of-date message.
 	outOfDateMessage func(ref string, observed, desired object) string
-	// busy says why an observed child is not yet as the spec asks although
-	// the answer is already the right next step ("" when it is not busy);
-	// reported with outOfDateReason before any other difference.
-	busy func(ref string, spec Spec, observed *Object) string
 	// keptWithout is the child to answer while the spec is invalid and none
 	// is observed; nil means none.
 	keptWithout func(teamspace string) object
@@ -165,10 +166,11 @@ func (t *childType) matches(desired object, o *Object) bool {
 	if err != nil {
 		return false
 	}
-	if t.exact {
-		return equality.Semantic.DeepEqual(t.content(desired), t.content(observed))
+	form := t.content
+	if t.compared != nil {
+		form = t.compared
 	}
-	return equality.Semantic.DeepDerivative(t.content(desired), t.content(observed))
+	return equality.Semantic.DeepEqual(form(desired), form(observed))
 }
 
 // kept is the child to answer while the spec is invalid: its content as the

@@ -24,10 +24,13 @@ func OwnerAccessName(teamspace string) string { return OwnerAccessPrefix + teams
 // (teamspace-owner-updates) refuses any other change by an owner.
 var OwnerVerbs = []string{"get", "watch", "update", "patch"}
 
-// Ready reasons of the owners' ClusterRole.
+// Ready reasons of the owners' ClusterRole. Conflict: a ClusterRole of its
+// name exists that the TeamSpace does not own; its owners are bound to
+// nothing until it is gone.
 const (
 	ReasonClusterRolePending   = "ClusterRolePending"
 	ReasonClusterRoleOutOfDate = "ClusterRoleOutOfDate"
+	ReasonClusterRoleConflict  = "ClusterRoleConflict"
 )
 
 // ownerRoleType is the owners' ClusterRole, asked for when the spec lists
@@ -38,7 +41,6 @@ var ownerRoleType = &childType{
 	kind:            "ClusterRole",
 	name:            OwnerAccessName,
 	optional:        true,
-	exact:           true,
 	pendingReason:   ReasonClusterRolePending,
 	outOfDateReason: ReasonClusterRoleOutOfDate,
 	newObject:       func() object { return &rbacv1.ClusterRole{} },
@@ -67,4 +69,24 @@ var ownerRoleType = &childType{
 		}
 		return ""
 	},
+}
+
+// ownerRoleConflict says who holds ClusterRole teamspace-owner-<name> when
+// the spec lists owners and the engine shows that role only as a related
+// object (the customize hook asks for it by name), not as the TeamSpace's
+// child: someone else made it. The engine never adopts it and the binding
+// waits for the TeamSpace's own role (ownerBindingType.after), so the
+// owners hold nothing through it; this says so instead of waiting in
+// silence.
+func (r *Request) ownerRoleConflict(spec Spec) (string, bool) {
+	name := r.Parent.Metadata.Name
+	if len(spec.Owners) == 0 || r.observed(ownerRoleType) != nil {
+		return "", false
+	}
+	foreign := r.Related[ownerRoleType.key][OwnerAccessName(name)]
+	if foreign == nil || ownedBy(foreign, string(r.Parent.Metadata.UID)) {
+		return "", false
+	}
+	return fmt.Sprintf("ClusterRole %s already exists and was not created for this TeamSpace; its owners are bound to nothing until it is deleted (it is never adopted, nor bound)",
+		OwnerAccessName(name)), true
 }

@@ -15,6 +15,7 @@ var ownerBindingType = &childType{
 	apiVersion:      rbacv1.SchemeGroupVersion.String(),
 	kind:            "ClusterRoleBinding",
 	name:            OwnerAccessName,
+	after:           ownerRoleType,
 	optional:        true,
 	pendingReason:   ReasonClusterRoleBindingPending,
 	outOfDateReason: ReasonClusterRoleBindingOutOfDate,
@@ -25,7 +26,7 @@ var ownerBindingType = &childType{
 		}
 		return &rbacv1.ClusterRoleBinding{
 			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: OwnerAccessName(teamspace)},
-			Subjects: boundOwners(spec, observed),
+			Subjects: ownerSubjects(spec.Owners),
 		}
 	},
 	decode: func(o *Object) (object, error) {
@@ -37,6 +38,9 @@ var ownerBindingType = &childType{
 		b := obj.(*rbacv1.ClusterRoleBinding)
 		return &rbacv1.ClusterRoleBinding{RoleRef: b.RoleRef, Subjects: b.Subjects}
 	},
-	busy:  strangersBusy("ClusterRoleBinding"),
+	compared: func(obj object) object {
+		b := obj.(*rbacv1.ClusterRoleBinding)
+		return &rbacv1.ClusterRoleBinding{RoleRef: b.RoleRef, Subjects: byNameOrder(b.Subjects)}
+	},
 	ready: func(string, Spec) string { return "" },
 }

@@ -13,6 +13,17 @@ const (
 	PodSecurityEnforceVersionLabel = "pod-security.kubernetes.io/enforce-version"
 )
 
+// NetworkIsolationLabel ("true") marks a team namespace whose TeamSpace
+// asks for isolation: hack/deploy/namespaces.yaml then refuses its owners a
+// NetworkPolicy that admits ingress from outside it (an admission policy
+// cannot read the TeamSpace, it can read the namespace's labels). Absent
+// when isolation is off.
+const NetworkIsolationLabel = "platform.labhub.io/network-isolation"
+
+// ownedNamespaceLabels are the namespace's labels the hook owns besides
+// the TeamSpace label.
+var ownedNamespaceLabels = []string{PodSecurityEnforceLabel, PodSecurityEnforceVersionLabel, NetworkIsolationLabel}
+
 // Ready reasons of the namespace. Pending, terminating and not Active hold
 // back every child inside it; NamespaceConflict means it belongs to someone
 // else and is never adopted.
@@ -37,7 +48,11 @@ var namespaceType = &childType{
 	outOfDateReason: ReasonNamespaceOutOfDate,
 	newObject:       func() object { return &corev1.Namespace{} },
 	build: func(_ string, spec Spec, _ *Object) object {
-		return namespaceEnforcing(spec.PodSecurity)
+		ns := namespaceEnforcing(spec.PodSecurity)
+		if spec.NetworkIsolation {
+			ns.Labels[NetworkIsolationLabel] = "true"
+		}
+		return ns
 	},
 	decode: func(o *Object) (object, error) {
 		ns := &corev1.Namespace{}
@@ -46,7 +61,7 @@ var namespaceType = &childType{
 	},
 	content: func(obj object) object {
 		labels := map[string]string{}
-		for _, k := range []string{PodSecurityEnforceLabel, PodSecurityEnforceVersionLabel} {
+		for _, k := range ownedNamespaceLabels {
 			if v, ok := obj.GetLabels()[k]; ok {
 				labels[k] = v
 			}
@@ -125,7 +140,8 @@ func (r *Request) namespaceNotReady() (reason, message string, ok bool) {
 }
 
 // describeLabels prints the labels the hook owns on the namespace (the
-// TeamSpace label, the enforced Pod Security level and version) in a fixed
+// TeamSpace label, the enforced Pod Security level and version, the
+// isolation mark) in a fixed
 // order, so that a hand edit of any of them is named in the status.
 func describeLabels(labels map[string]string) string {
 	get := func(k string) string {
@@ -134,7 +150,7 @@ func describeLabels(labels map[string]string) string {
 		}
 		return "<unset>"
 	}
-	return fmt.Sprintf("%s=%s, enforce=%s, enforce-version=%s", TeamSpaceLabel, get(TeamSpaceLabel), get(PodSecurityEnforceLabel), get(PodSecurityEnforceVersionLabel))
+	return fmt.Sprintf("%s=%s, enforce=%s, enforce-version=%s, network-isolation=%s", TeamSpaceLabel, get(TeamSpaceLabel), get(PodSecurityEnforceLabel), get(PodSecurityEnforceVersionLabel), get(NetworkIsolationLabel))
 }
 
 // isTerminating reports whether a namespace is being deleted.

@@ -34,10 +34,7 @@ var quotaType = &childType{
 	// requests in tests/testdata) counts as up to date while its limits are:
 	// the engine adds the label with its next write of the quota.
 	labelsIgnored: true,
-	// A requests.memory the spec no longer sets is still in the quota
-	// until the engine removes it: not up to date.
-	exact:     true,
-	newObject: func() object { return &corev1.ResourceQuota{} },
+	newObject:     func() object { return &corev1.ResourceQuota{} },
 	build: func(_ string, spec Spec, _ *Object) object {
 		return &corev1.ResourceQuota{Spec: corev1.ResourceQuotaSpec{Hard: specHard(spec)}}
 	},

@@ -3,6 +3,7 @@ package teamspace
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -19,10 +20,12 @@ const (
 	MaxOwners = 32
 )
 
-// Ready reasons of the RoleBinding.
+// Ready reasons of the RoleBinding. OwnerReserved: spec.owners names a
+// reserved subject (reservedOwner), which is not bound.
 const (
 	ReasonRoleBindingPending   = "RoleBindingPending"
 	ReasonRoleBindingOutOfDate = "RoleBindingOutOfDate"
+	ReasonOwnerReserved        = "OwnerReserved"
 )
 
 // Owner is one entry of spec.owners: a RoleBinding subject.
@@ -81,6 +84,47 @@ func parseOwners(raw json.RawMessage) ([]Owner, []string) {
 	return owners, problems
 }
 
+// ReservedNamespaces are namespaces whose ServiceAccounts are never owners,
+// beside every kube-* namespace: the platform's own.
+var ReservedNamespaces = []string{"teamspace-system"}
+
+// reservedOwner says why an owner is never bound ("" if it may be): the
+// API server's own users and groups (system:unauthenticated,
+// system:authenticated, system:masters, system:serviceaccounts:...,
+// system:node:...) would hand the namespace to everyone, to every
+// ServiceAccount or to the cluster's components, and the ServiceAccounts of
+// kube-* and the platform's namespaces are the cluster's and the
+// platform's. hack/deploy/limits.yaml refuses them at admission (unless the
+// writer is exempt); the hook skips any that is stored all the same.
+func reservedOwner(o Owner) string {
+	switch {
+	case (o.Kind == "User" || o.Kind == "Group") && strings.HasPrefix(o.Name, "system:"):
+		return "system: users and groups are the API server's own"
+	case o.Kind == rbacv1.ServiceAccountKind && (strings.HasPrefix(o.Namespace, "kube-") || slices.Contains(ReservedNamespaces, o.Namespace)):
+		return "ServiceAccounts of kube-* and " + strings.Join(ReservedNamespaces, ", ") + " are the cluster's and the platform's"
+	}
+	return ""
+}
+
+// withoutReserved splits owners into those that are bound and a
+// description of each reserved one.
+func withoutReserved(owners []Owner) ([]Owner, []string) {
+	var bound []Owner
+	var reserved []string
+	for i, o := range owners {
+		if why := reservedOwner(o); why != "" {
+			who := o.Kind + " " + o.Name
+			if o.Namespace != "" {
+				who = o.Kind + " " + o.Namespace + "/" + o.Name
+			}
+			reserved = append(reserved, fmt.Sprintf("spec.owners[%d] (%s: %s)", i, who, why))
+			continue
+		}
+		bound = append(bound, o)
+	}
+	return bound, reserved
+}
+
 // roleBindingType is team-owners: the owners bound to ClusterRole
 // OwnerRole in the team namespace, asked for only when the spec lists
 // owners.
@@ -99,7 +143,7 @@ var roleBindingType = &childType{
 		}
 		return &rbacv1.RoleBinding{
 			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: OwnerRole},
-			Subjects: boundOwners(spec, observed),
+			Subjects: ownerSubjects(spec.Owners),
 		}
 	},
 	decode: func(o *Object) (object, error) {
@@ -111,7 +155,10 @@ var roleBindingType = &childType{
 		rb := obj.(*rbacv1.RoleBinding)
 		return &rbacv1.RoleBinding{RoleRef: rb.RoleRef, Subjects: rb.Subjects}
 	},
-	busy: strangersBusy("RoleBinding"),
+	compared: func(obj object) object {
+		rb := obj.(*rbacv1.RoleBinding)
+		return &rbacv1.RoleBinding{RoleRef: rb.RoleRef, Subjects: byNameOrder(rb.Subjects)}
+	},
 	ready: func(_ string, spec Spec) string {
 		if n := len(spec.Owners); n > 0 {
 			return fmt.Sprintf(", %d owner(s) bound to ClusterRole %s", n, OwnerRole)
@@ -121,13 +168,8 @@ var roleBindingType = &childType{
 }
 
 // The owners' two bindings (team-owners and teamspace-owner-<name>) share
-// what follows: their subjects, how they are read, and hand-added subjects.
-
-// boundOwners are the subjects a binding of the owners answers: the owners,
-// and while being removed the subjects added by hand (see strangerSubjects).
-func boundOwners(spec Spec, observed *Object) []rbacv1.Subject {
-	return strangerSubjects(ownerSubjects(spec.Owners), observed)
-}
+// what follows: their subjects and how they are read. Subjects added by
+// hand are strangers (strangers.go), removed in two passes.
 
 // decodeBinding reads an observed binding's roleRef and subjects.
 func decodeBinding(o *Object, roleRef *rbacv1.RoleRef, subjects *[]rbacv1.Subject) error {
@@ -135,17 +177,6 @@ func decodeBinding(o *Object, roleRef *rbacv1.RoleRef, subjects *[]rbacv1.Subjec
 		return err
 	}
 	return decodeRaw(o.Subjects, subjects)
-}
-
-// strangersBusy reports a binding's subjects added by hand while they are
-// being removed (see strangerSubjects).
-func strangersBusy(kind string) func(ref string, spec Spec, observed *Object) string {
-	return func(ref string, spec Spec, observed *Object) string {
-		if _, names := strangers(ownerSubjects(spec.Owners), observed); len(names) > 0 {
-			return fmt.Sprintf("%s %s has subjects the spec does not list (%s), removing them", kind, ref, strings.Join(names, ", "))
-		}
-		return ""
-	}
 }
 
 // ownerSubjects are the owners as RoleBinding subjects, written as the API
@@ -165,54 +196,14 @@ func ownerSubjects(owners []Owner) []rbacv1.Subject {
 	return subjects
 }
 
-// strangerSubjects handles subjects someone added by hand. The engine's
-// 3-way merge treats subjects as a map keyed by name and removes only
-// names its last-applied copy holds, so a name added by hand would stay
-// for ever. They are removed in two passes: while the last-applied copy
-// lacks one of them the answer includes them all (the engine records them,
-// an annotation-only write), and once it holds them the answer drops them
-// and the merge deletes them. It returns the subjects to answer.
-func strangerSubjects(desired []rbacv1.Subject, observed *Object) []rbacv1.Subject {
-	extra, names := strangers(desired, observed)
-	if len(extra) == 0 {
-		return desired
+// byNameOrder is subjects sorted by name (a copy): the engine merges them
+// as a map keyed by name and keeps their live order, so order is no
+// difference.
+func byNameOrder(subjects []rbacv1.Subject) []rbacv1.Subject {
+	if subjects == nil {
+		return nil
 	}
-	recorded := map[string]bool{}
-	var applied struct {
-		Subjects []rbacv1.Subject `json:"subjects"`
-	}
-	if last, ok := observed.Metadata.Annotations[LastAppliedAnnotation]; ok && json.Unmarshal([]byte(last), &applied) == nil {
-		for _, s := range applied.Subjects {
-			recorded[s.Name] = true
-		}
-	}
-	for _, n := range names {
-		if !recorded[n] {
-			return append(append([]rbacv1.Subject{}, desired...), extra...)
-		}
-	}
-	return desired
-}
-
-// strangers are the live subjects of an observed binding (nil: none) that
-// desired does not name, and their names.
-func strangers(desired []rbacv1.Subject, observed *Object) ([]rbacv1.Subject, []string) {
-	if observed == nil {
-		return nil, nil
-	}
-	wanted := map[string]bool{}
-	for _, s := range desired {
-		wanted[s.Name] = true
-	}
-	var live []rbacv1.Subject
-	_ = decodeRaw(observed.Subjects, &live)
-	var extra []rbacv1.Subject
-	var names []string
-	for _, s := range live {
-		if !wanted[s.Name] {
-			extra = append(extra, s)
-			names = append(names, s.Name)
-		}
-	}
-	return extra, names
+	out := slices.Clone(subjects)
+	slices.SortStableFunc(out, func(a, b rbacv1.Subject) int { return strings.Compare(a.Name, b.Name) })
+	return out
 }

@@ -32,8 +32,12 @@ type Spec struct {
 	// DefaultRequestCPU and DefaultRequestMemory are the LimitRange's
 	// container defaultRequest (DefaultRequestMemory "" without Memory).
 	DefaultRequestCPU, DefaultRequestMemory string
-	// Owners are the subjects of the owners' binding, in spec order.
+	// Owners are the subjects of the owners' binding, in spec order,
+	// without the reserved ones.
 	Owners []Owner
+	// ReservedOwners name the entries of spec.owners that are never bound
+	// (reservedOwner), e.g. `spec.owners[2] (Group system:authenticated)`.
+	ReservedOwners []string
 	// PodSecurity is the namespace's enforced Pod Security level.
 	PodSecurity string
 	// NetworkIsolation asks for the isolation policy (networkpolicy.go).
@@ -83,7 +87,7 @@ func ParseSpec(raw json.RawMessage) (Spec, error) {
 		problems = append(problems, parseDefaults(fields["defaults"], &spec)...)
 	}
 	owners, ownerProblems := parseOwners(fields["owners"])
-	spec.Owners = owners
+	spec.Owners, spec.ReservedOwners = withoutReserved(owners)
 	problems = append(problems, ownerProblems...)
 	level, err := parsePodSecurity(fields["podSecurity"])
 	if err != nil {

@@ -39,9 +39,10 @@ func Sync(r *Request) *Response {
 		if obj == nil {
 			continue
 		}
-		wanted = append(wanted, wantedChild{t, obj, o})
-		if !t.namespaced || insideAllowed {
-			resp.Children = append(resp.Children, t.answer(obj))
+		answer, strangers := t.strangersOf(t.answer(obj), obj, o)
+		wanted = append(wanted, wantedChild{t, obj, o, strangers})
+		if (!t.namespaced || insideAllowed) && (t.after == nil || r.observed(t.after) != nil) {
+			resp.Children = append(resp.Children, answer)
 		}
 	}
 	if msg, creating := r.creating(wanted); creating {
@@ -55,8 +56,17 @@ func Sync(r *Request) *Response {
 		resp.setReady(r, metav1.ConditionFalse, reason, msg)
 		return resp
 	}
+	if msg, conflict := r.ownerRoleConflict(spec); conflict {
+		resp.setReady(r, metav1.ConditionFalse, ReasonClusterRoleConflict, msg)
+		return resp
+	}
 	if reason, problems := r.childProblems(spec, wanted); len(problems) > 0 {
 		resp.setReady(r, metav1.ConditionFalse, reason, strings.Join(problems, "; "))
+		return resp
+	}
+	if len(spec.ReservedOwners) > 0 {
+		resp.setReady(r, metav1.ConditionFalse, ReasonOwnerReserved, fmt.Sprintf(
+			"not bound, reserved: %s; everything else is as asked: %s", strings.Join(spec.ReservedOwners, "; "), readyMessage(name, spec)))
 		return resp
 	}
 	resp.setReady(r, metav1.ConditionTrue, ReasonReady, readyMessage(name, spec))
@@ -90,11 +100,13 @@ func (r *Request) creating(wanted []wantedChild) (string, bool) {
 		NamespaceName(name), strings.Join(inside, ", "), name), true
 }
 
-// wantedChild is a child a valid spec asks for, with the observed one.
+// wantedChild is a child a valid spec asks for, with the observed one and
+// the paths of its strangers (strangers.go), which are being removed.
 type wantedChild struct {
-	t        *childType
-	desired  object
-	observed *Object
+	t         *childType
+	desired   object
+	observed  *Object
+	strangers []string
 }
 
 // childProblems names every child that is pending, out of date or still to
@@ -112,13 +124,9 @@ func (r *Request) childProblems(spec Spec, wanted []wantedChild) (string, []stri
 	for _, c := range wanted {
 		asked[c.t] = true
 		ref := c.t.ref(r.Parent.Metadata.Name)
-		if c.t.busy != nil {
-			if msg := c.t.busy(ref, spec, c.observed); msg != "" {
-				add(c.t.outOfDateReason, msg)
-				continue
-			}
-		}
 		switch {
+		case len(c.strangers) > 0:
+			add(c.t.outOfDateReason, fmt.Sprintf("%s %s has what the spec does not set at %s; removing it", c.t.kind, ref, describeStrangers(c.strangers)))
 		case c.observed == nil:
 			add(c.t.pendingReason, c.t.pendingMessage(ref, c.desired))
 		case !c.t.matches(c.desired, c.observed):

@@ -58,7 +58,7 @@ func withLastApplied(j string) objOpt {
 
 func namespace(opts ...objOpt) *Object {
 	o := &Object{APIVersion: "v1", Kind: "Namespace", Metadata: Meta{Name: "team-alpha"}}
-	o.Metadata.Labels = map[string]string{TeamSpaceLabel: "alpha", PodSecurityEnforceLabel: "baseline", PodSecurityEnforceVersionLabel: "latest"}
+	o.Metadata.Labels = map[string]string{TeamSpaceLabel: "alpha", PodSecurityEnforceLabel: "baseline", PodSecurityEnforceVersionLabel: "latest", NetworkIsolationLabel: "true"}
 	o.Status.Phase = "Active"
 	for _, f := range opts {
 		f(o)
@@ -119,10 +119,17 @@ func roleBinding(users ...string) *Object {
 
 // ownerRole and ownerBinding are the owners' ClusterRole and binding of
 // alpha, the binding with the given Users.
-func ownerRole() *Object {
-	o := inside("ClusterRole", OwnerAccessName("alpha"), `{"rules":[{"apiGroups":["platform.labhub.io"],"resources":["teamspaces"],"resourceNames":["alpha"],"verbs":["get","watch","update","patch"]}]}`)
+func ownerRole(opts ...objOpt) *Object {
+	o := inside("ClusterRole", OwnerAccessName("alpha"), `{"rules":[{"apiGroups":["platform.labhub.io"],"resources":["teamspaces"],"resourceNames":["alpha"],"verbs":["get","watch","update","patch"]}]}`, opts...)
 	o.Metadata.Namespace = ""
 	return o
+}
+
+// relatedRole adds ClusterRole role to r's related objects, as the
+// customize hook asks the engine for it by name.
+func relatedRole(r *Request, role *Object) *Request {
+	r.Related[ownerRoleType.key] = ObjectMap{role.Metadata.Name: role}
+	return r
 }
 
 func ownerBinding(users ...string) *Object {
@@ -235,8 +242,11 @@ func TestSyncReasons(t *testing.T) {
 			wantChildren: all, wantStatus: metav1.ConditionFalse, wantReason: ReasonQuotaOutOfDate},
 		{name: "QuotaOutOfDate: cpu key missing", req: request(spec, nil, steady(quota(hardOf(map[string]string{"pods": "4"})))...),
 			wantChildren: all, wantStatus: metav1.ConditionFalse, wantReason: ReasonQuotaOutOfDate},
-		{name: "QuotaOutOfDate: memory no longer asked for", req: request(spec, nil, steady(quota(hardOf(map[string]string{"pods": "4", "requests.cpu": "500m", "requests.memory": "1Gi"})))...),
+		{name: "QuotaOutOfDate: memory no longer asked for", req: request(spec, nil, steady(quota(hardOf(map[string]string{"pods": "4", "requests.cpu": "500m", "requests.memory": "1Gi"}),
+			withLastApplied(`{"spec":{"hard":{"pods":"4","requests.cpu":"500m","requests.memory":"1Gi"}}}`)))...),
 			wantChildren: all, wantStatus: metav1.ConditionFalse, wantReason: ReasonQuotaOutOfDate},
+		{name: "QuotaOutOfDate: memory added by hand is answered once, to be recorded", req: request(spec, nil, steady(quota(hardOf(map[string]string{"pods": "4", "requests.cpu": "500m", "requests.memory": "1Gi"})))...),
+			wantChildren: []string{ns, "ResourceQuota pods=4, requests.cpu=500m, requests.memory=1Gi", lr, np}, wantStatus: metav1.ConditionFalse, wantReason: ReasonQuotaOutOfDate},
 		{name: "LimitRangePending", req: request(spec, nil, without("LimitRange")...),
 			wantChildren: all, wantStatus: metav1.ConditionFalse, wantReason: ReasonLimitRangePending},
 		{name: "LimitRangeOutOfDate: default request edited", req: request(spec, nil, steady(limitRange("900m"))...),
@@ -251,8 +261,20 @@ func TestSyncReasons(t *testing.T) {
 			wantChildren: owners, wantStatus: metav1.ConditionFalse, wantReason: ReasonRoleBindingOutOfDate},
 		{name: "RoleBindingOutOfDate: owner missing", req: request(owned, nil, append(steady(), roleBinding("bob"), ownerRole(), ownerBinding("ann"))...),
 			wantChildren: owners, wantStatus: metav1.ConditionFalse, wantReason: ReasonRoleBindingOutOfDate},
-		{name: "ClusterRolePending", req: request(owned, nil, append(steady(), roleBinding("ann"))...),
-			wantChildren: owners, wantStatus: metav1.ConditionFalse, wantReason: ReasonClusterRolePending},
+		{name: "ClusterRolePending: the binding waits for it", req: request(owned, nil, append(steady(), roleBinding("ann"))...),
+			wantChildren: owners[:6], wantStatus: metav1.ConditionFalse, wantReason: ReasonClusterRolePending},
+		{name: "ClusterRolePending: own role seen only as related", req: relatedRole(request(owned, nil, append(steady(), roleBinding("ann"))...), ownerRole(controlledBy(fixtureUID))),
+			wantChildren: owners[:6], wantStatus: metav1.ConditionFalse, wantReason: ReasonClusterRolePending},
+		{name: "ClusterRoleConflict: a role of that name someone else made is not bound", req: relatedRole(request(owned, nil, append(steady(), roleBinding("ann"))...), ownerRole()),
+			wantChildren: owners[:6], wantStatus: metav1.ConditionFalse, wantReason: ReasonClusterRoleConflict},
+		{name: "ClusterRoleConflict: even with a binding left from before", req: relatedRole(request(owned, nil, append(steady(), roleBinding("ann"), ownerBinding("ann"))...), ownerRole(controlledBy("someone-else"))),
+			wantChildren: owners[:6], wantStatus: metav1.ConditionFalse, wantReason: ReasonClusterRoleConflict},
+		{name: "OwnerReserved: a system: group is not bound, the rest is", req: request(`{"pods": 4, "cpu": "0.5", "owners": [{"kind": "User", "name": "ann"}, {"kind": "Group", "name": "system:unauthenticated"}]}`, nil, append(steady(), roleBinding("ann"), ownerRole(), ownerBinding("ann"))...),
+			wantChildren: owners, wantStatus: metav1.ConditionFalse, wantReason: ReasonOwnerReserved},
+		{name: "OwnerReserved: only reserved owners, nothing bound", req: request(`{"pods": 4, "cpu": "0.5", "owners": [{"kind": "ServiceAccount", "namespace": "kube-system", "name": "default"}]}`, nil, steady()...),
+			wantChildren: all, wantStatus: metav1.ConditionFalse, wantReason: ReasonOwnerReserved},
+		{name: "NetworkPolicyOutOfDate: podSelector narrowed by an added key", req: request(spec, nil, steady(inside("NetworkPolicy", NetworkPolicyName, `{"spec":{"podSelector":{"matchLabels":{"isolated":"never"}},"policyTypes":["Ingress"],"ingress":`+isolated+`}}`))...),
+			wantChildren: all, wantStatus: metav1.ConditionFalse, wantReason: ReasonNetworkPolicyOutOfDate},
 		{name: "ClusterRoleOutOfDate: list added by hand", req: request(owned, nil, append(steady(), roleBinding("ann"), ownerBinding("ann"), func() *Object {
 			o := ownerRole()
 			o.Rules = json.RawMessage(`[{"apiGroups":["platform.labhub.io"],"resources":["teamspaces"],"resourceNames":["alpha"],"verbs":["get","watch","list"]}]`)
@@ -267,7 +289,7 @@ func TestSyncReasons(t *testing.T) {
 			wantChildren: all, wantStatus: metav1.ConditionFalse, wantReason: ReasonChildRemoving},
 		{name: "ChildRemoving: owners removed from the spec", req: request(spec, nil, append(steady(), roleBinding("ann"))...),
 			wantChildren: all, wantStatus: metav1.ConditionFalse, wantReason: ReasonChildRemoving},
-		{name: "ChildRemoving: networkIsolation false", req: request(`{"pods": 4, "cpu": "0.5", "networkIsolation": false}`, nil, steady()...),
+		{name: "ChildRemoving: networkIsolation false", req: request(`{"pods": 4, "cpu": "0.5", "networkIsolation": false}`, nil, steady(namespace(label(NetworkIsolationLabel, "")))...),
 			wantChildren: []string{ns, rq, lr}, wantStatus: metav1.ConditionFalse, wantReason: ReasonChildRemoving},
 		{name: "NamespaceConflict: related namespace of another owner", req: request(spec, namespace(controlledBy("someone-else"))),
 			wantChildren: nil, wantStatus: metav1.ConditionFalse, wantReason: ReasonNamespaceConflict},
@@ -374,5 +396,56 @@ func TestCreatingOneStatus(t *testing.T) {
 				t.Errorf("status of the second sync differs from the first (-first +second):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestSyncStrangersRecordedThenDropped: a key added inside an owned map is
+// answered once (the engine records it in its last-applied copy), then left
+// out (its merge deletes it); the reserved owners are in no binding.
+func TestSyncStrangersRecordedThenDropped(t *testing.T) {
+	const spec = `{"pods": 4, "cpu": "0.5"}`
+	narrowed := `{"spec":{"podSelector":{"matchLabels":{"isolated":"never"}},"policyTypes":["Ingress"],"ingress":` + isolated + `}}`
+	podSelector := func(r *Request) any {
+		for _, c := range Sync(r).Children {
+			if c["kind"] == "NetworkPolicy" {
+				return c["spec"].(map[string]any)["podSelector"]
+			}
+		}
+		t.Fatal("no NetworkPolicy answered")
+		return nil
+	}
+	steady := []*Object{namespace(), quota(hard("4", "500m")), limitRange("125m")}
+	first := request(spec, nil, append(steady, inside("NetworkPolicy", NetworkPolicyName, narrowed))...)
+	if diff := cmp.Diff(map[string]any{"matchLabels": map[string]any{"isolated": "never"}}, podSelector(first)); diff != "" {
+		t.Errorf("first pass: podSelector (-want +got):\n%s", diff)
+	}
+	second := request(spec, nil, append(steady, inside("NetworkPolicy", NetworkPolicyName, narrowed, withLastApplied(narrowed)))...)
+	if diff := cmp.Diff(map[string]any{}, podSelector(second)); diff != "" {
+		t.Errorf("second pass: podSelector (-want +got):\n%s", diff)
+	}
+}
+
+func TestSyncReservedOwnersNotBound(t *testing.T) {
+	spec := `{"pods": 4, "cpu": "0.5", "owners": [{"kind": "Group", "name": "system:authenticated"}, {"kind": "User", "name": "ann"},
+		{"kind": "User", "name": "system:admin"}, {"kind": "ServiceAccount", "namespace": "teamspace-system", "name": "metacontroller"},
+		{"kind": "ServiceAccount", "namespace": "kube-public", "name": "x"}, {"kind": "ServiceAccount", "namespace": "tools", "name": "ci"}]}`
+	r := request(spec, nil, namespace(), quota(hard("4", "500m")), ownerRole())
+	resp := Sync(r)
+	bindings := 0
+	for _, c := range resp.Children {
+		if c["kind"] != "RoleBinding" && c["kind"] != "ClusterRoleBinding" {
+			continue
+		}
+		bindings++
+		var names []string
+		for _, s := range c["subjects"].([]any) {
+			names = append(names, s.(map[string]any)["name"].(string))
+		}
+		if diff := cmp.Diff([]string{"ann", "ci"}, names); diff != "" {
+			t.Errorf("%s subjects (-want +got):\n%s", c["kind"], diff)
+		}
+	}
+	if bindings != 2 {
+		t.Errorf("%d bindings answered, want 2", bindings)
 	}
 }

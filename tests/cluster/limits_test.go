@@ -451,6 +451,18 @@ func engineStandIn(t *testing.T, name string) {
 		if out, err := kubectl(t, "", "get", "namespace", ns, "-o", "json"); err == nil {
 			children["Namespace.v1"] = map[string]json.RawMessage{ns: json.RawMessage(out)}
 		}
+		// The owners' binding waits for their role among the children, as
+		// the engine shows it: only one it made (here: one with the
+		// TeamSpace label the hook gives every child).
+		role := teamspace.OwnerAccessName(name)
+		if out, err := kubectl(t, "", "get", "clusterrole", role, "-o", "json"); err == nil {
+			var meta struct {
+				Metadata struct{ Labels map[string]string } `json:"metadata"`
+			}
+			if json.Unmarshal([]byte(out), &meta) == nil && meta.Metadata.Labels[teamspace.TeamSpaceLabel] == name {
+				children["ClusterRole.rbac.authorization.k8s.io/v1"] = map[string]json.RawMessage{role: json.RawMessage(out)}
+			}
+		}
 		body, _ := json.Marshal(map[string]any{"parent": json.RawMessage(parent), "children": children})
 		var r teamspace.Request
 		if err := json.Unmarshal(body, &r); err != nil {

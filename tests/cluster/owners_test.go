@@ -186,64 +186,127 @@ func TestEngineOwnerAccessBounded(t *testing.T) {
 	}
 }
 
-// TestOwnersWideSubjects (issue #27): an owner who writes a group of
-// everybody (system:authenticated) or of the admins (system:masters) into
-// spec.owners gives those subjects what an owner has and nothing more.
-// Every authenticated user may then read that one TeamSpace and change its
-// owners, and no more than an owner: no list, no other TeamSpace, no other
-// field, no delete, no create; and the owner who named system:masters is
-// not one of them by it.
-func TestOwnersWideSubjects(t *testing.T) {
+// TestOwnersReservedSubjects (issues #27, #40): the API server's own users
+// and groups (system:unauthenticated, system:authenticated, system:masters,
+// ...) and the ServiceAccounts of kube-* and teamspace-system are never
+// owners. A requester naming one at create, and an owner adding one, are
+// refused in one line naming the field, the value and the rule. The
+// platform (exempt) may store one; it is bound nowhere, so that neither an
+// anonymous client nor any authenticated user reaches the namespace's
+// Secrets or the TeamSpace through it, while the owner named beside it
+// does. (Before #40 an owner wrote system:unauthenticated into owners and
+// anonymous clients read the namespace's Secrets.)
+func TestOwnersReservedSubjects(t *testing.T) {
 	installOwnerAccess(t)
-	sfx := suffix(t, 6)
+	sfx, requester := limitsCast(t, "requester")
 	owner, anyone := "owner-"+sfx, "anyone-"+sfx
-	wide, other := "wide-"+sfx, "other-"+sfx
+	wide := "wide-" + sfx
+	user := func(name string) map[string]any { return map[string]any{"kind": "User", "name": name} }
+	group := func(name string) map[string]any { return map[string]any{"kind": "Group", "name": name} }
+	sa := func(ns, name string) map[string]any {
+		return map[string]any{"kind": "ServiceAccount", "namespace": ns, "name": name}
+	}
 	spec := func(owners ...map[string]any) map[string]any {
-		var list []any
+		list := []any{}
 		for _, o := range owners {
 			list = append(list, o)
 		}
-		return map[string]any{"pods": 2, "cpu": "1", "memory": "1Gi", "owners": list}
+		return with(within(), "owners", list)
 	}
-	user := func(name string) map[string]any { return map[string]any{"kind": "User", "name": name} }
-	group := func(name string) map[string]any { return map[string]any{"kind": "Group", "name": name} }
-	createOwned(t, wide, spec(user(owner), group("system:authenticated"), group("system:masters")))
-	createOwned(t, other, spec(user("someone-else-"+sfx)))
-	// Impersonating a user without groups makes them system:authenticated,
-	// as a real login does.
-	for _, who := range [][]string{as(anyone), as(owner)} {
-		if _, err := kubectl(t, "", append(who, "get", "teamspace", wide)...); err != nil {
-			t.Errorf("%s cannot get TeamSpace %s: %v", who[0], wide, err)
+	for what, c := range map[string]struct {
+		o    map[string]any
+		want string
+	}{
+		"system:unauthenticated": {group("system:unauthenticated"), "spec.owners: Group system:unauthenticated may not be an owner"},
+		"system:authenticated":   {group("system:authenticated"), "spec.owners: Group system:authenticated may not be an owner"},
+		"system:masters":         {group("system:masters"), "spec.owners: Group system:masters may not be an owner"},
+		"a system: user":         {user("system:kube-controller-manager"), "spec.owners: User system:kube-controller-manager may not be an owner"},
+		"a kube-system SA":       {sa("kube-system", "default"), "spec.owners: ServiceAccount kube-system/default may not be an owner"},
+		"the engine's SA":        {sa("teamspace-system", "metacontroller"), "spec.owners: ServiceAccount teamspace-system/metacontroller may not be an owner"},
+	} {
+		err := createAs(t, as(requester), "res-"+sfx, spec(user(requester), c.o))
+		wantLimitRefusal(t, "a requester naming "+what+" as owner", err, c.want, "system: users and groups are the API server's own")
+	}
+	if err := createAs(t, as(requester), "res-ok-"+sfx, spec(user(requester), sa("tools", "ci"), group("devs"))); err != nil {
+		t.Errorf("a requester naming a user, a group and a ServiceAccount of another namespace: %v", err)
+	}
+
+	// Stored by the platform (the admin is system:masters): never bound.
+	createOwned(t, wide, spec(user(owner), group("system:authenticated"), group("system:unauthenticated"), group("system:masters")))
+	ns := teamspace.NamespaceName(wide)
+	mustKubectl(t, "", "create", "secret", "generic", "team-secret", "-n", ns, "--from-literal=k=v")
+	for _, b := range []string{"rolebinding -n " + ns + " team-owners", "clusterrolebinding " + teamspace.OwnerAccessName(wide)} {
+		out := mustKubectl(t, "", append(strings.Fields("get "+b), "-o", "jsonpath={.subjects[*].name}")...)
+		if out != owner {
+			t.Errorf("%s binds %q, want only the owner %s", b, out, owner)
 		}
-		for what, args := range map[string][]string{
-			"list TeamSpaces":            {"get", "teamspaces"},
-			"get another TeamSpace":      {"get", "teamspace", other},
-			"delete the TeamSpace":       {"delete", "teamspace", wide, "--dry-run=server"},
-			"create a TeamSpace":         {"create", "--dry-run=server", "-f", "-"},
-			"read a secret elsewhere":    {"get", "secrets", "-n", "kube-system"},
-			"bind cluster-admin":         {"create", "clusterrolebinding", "mine-" + sfx, "--clusterrole=cluster-admin", "--user=" + anyone, "--dry-run=server"},
-			"write the TeamSpace status": {"patch", "teamspace", wide, "--subresource=status", "--type=merge", "-p", `{"status":{"observedGeneration":1}}`, "--dry-run=server"},
+	}
+	anonymous := []string{"--as=system:anonymous", "--as-group=system:unauthenticated"}
+	for who, args := range map[string][]string{"an anonymous client": anonymous, "any authenticated user": as(anyone)} {
+		for what, cmd := range map[string][]string{
+			"read the namespace's Secrets": {"get", "secret", "team-secret", "-n", ns},
+			"get the TeamSpace":            {"get", "teamspace", wide},
+			"change its owners":            {"patch", "teamspace", wide, "--type=merge", "-p", `{"spec":{"owners":[{"kind":"User","name":"` + anyone + `"}]}}`, "--dry-run=server"},
 		} {
-			stdin := ""
-			if what == "create a TeamSpace" {
-				stdin = teamSpace("mine-"+sfx, map[string]any{"pods": 1})
+			if _, err := kubectl(t, "", append(args, cmd...)...); err == nil || !strings.Contains(err.Error(), "forbidden") {
+				t.Errorf("%s, through owners naming system: groups, may %s: %v", who, what, err)
 			}
-			if _, err := kubectl(t, stdin, append(who, args...)...); err == nil || !strings.Contains(err.Error(), "forbidden") {
-				t.Errorf("%s, through owners naming system:authenticated and system:masters, may %s: %v", who[0], what, err)
-			}
-		}
-		// Privileged is refused by the limits too; within the limits, a
-		// change of pods is refused by the owners' policy alone.
-		if _, err := kubectl(t, "", append(who, "patch", "teamspace", wide, "--type=merge", "-p", `{"spec":{"podSecurity":"privileged"}}`, "--dry-run=server")...); err == nil || !strings.Contains(err.Error(), "denied request") {
-			t.Errorf("%s making TeamSpace %s privileged: %v, want refused", who[0], wide, err)
-		}
-		_, err := kubectl(t, "", append(who, "patch", "teamspace", wide, "--type=merge", "-p", `{"spec":{"pods":1}}`, "--dry-run=server")...)
-		if err == nil || !strings.Contains(err.Error(), "an owner may change only spec.owners") {
-			t.Errorf("%s changing pods of TeamSpace %s: %v, want refused by teamspace-owner-updates", who[0], wide, err)
 		}
 	}
-	// What they do get is an owner's: changing the owners.
-	if _, err := kubectl(t, "", append(as(anyone), "patch", "teamspace", wide, "--type=merge", "-p", `{"spec":{"owners":[{"kind":"User","name":"`+owner+`"},{"kind":"Group","name":"system:authenticated"}]}}`)...); err != nil {
-		t.Errorf("any authenticated user, an owner through system:authenticated, cannot change the owners: %v", err)
+	if _, err := kubectl(t, "", append(as(owner), "get", "secret", "team-secret", "-n", ns)...); err != nil {
+		t.Errorf("the owner beside them cannot read the namespace's Secret: %v", err)
+	}
+	// The owner may not add one either (an update, checked on what it adds).
+	_, err := kubectl(t, "", append(as(owner), "patch", "teamspace", wide, "--type=merge", "-p",
+		`{"spec":{"owners":[{"kind":"User","name":"`+owner+`"},{"kind":"Group","name":"system:authenticated"},{"kind":"Group","name":"system:serviceaccounts"}]}}`)...)
+	wantLimitRefusal(t, "an owner adding system:serviceaccounts", err, "spec.owners: Group system:serviceaccounts may not be an owner")
+	// ... while changing the rest of the owners is not refused for the
+	// reserved entries already stored.
+	if _, err := kubectl(t, "", append(as(owner), "patch", "teamspace", wide, "--type=merge", "-p",
+		`{"spec":{"owners":[{"kind":"User","name":"`+owner+`"},{"kind":"Group","name":"system:authenticated"},{"kind":"User","name":"teammate-`+sfx+`"}]}}`, "--dry-run=server")...); err != nil {
+		t.Errorf("the owner adding a teammate beside stored reserved entries: %v", err)
+	}
+}
+
+// TestOwnersDelegation (issue #40): an owner may bind roles in the team
+// namespace only to its own ServiceAccounts. Before, an owner bound
+// themself a second time and kept reading the namespace's Secrets after
+// being taken out of spec.owners; now that binding is refused in one line,
+// and removal takes the access away.
+func TestOwnersDelegation(t *testing.T) {
+	installOwnerAccess(t)
+	sfx := suffix(t, 6)
+	owner := "owner-" + sfx
+	name := "deleg-" + sfx
+	ns := teamspace.NamespaceName(name)
+	createOwned(t, name, with(within(), "owners", []any{map[string]any{"kind": "User", "name": owner}}))
+	mustKubectl(t, "", "create", "secret", "generic", "team-secret", "-n", ns, "--from-literal=k=v")
+	bind := func(subject string) error {
+		_, err := kubectl(t, "", append(as(owner), "-n", ns, "create", "rolebinding", "mine-"+sfx, "--clusterrole=view", subject, "--dry-run=server")...)
+		return err
+	}
+	for what, subject := range map[string]string{
+		"themself":                       "--user=" + owner,
+		"a friend":                       "--user=friend-" + sfx,
+		"a group":                        "--group=devs",
+		"a ServiceAccount of another ns": "--serviceaccount=tools:ci",
+		"system:authenticated":           "--group=system:authenticated",
+	} {
+		err := bind(subject)
+		if err == nil || !strings.Contains(err.Error(), "are not ServiceAccounts of "+ns) || strings.Contains(strings.TrimSpace(err.Error()), "\n") {
+			t.Errorf("an owner binding %s in %s: %v, want one line refusing it", what, ns, err)
+		}
+	}
+	if err := bind("--serviceaccount=" + ns + ":default"); err != nil {
+		t.Errorf("an owner binding the namespace's own ServiceAccount: %v, want allowed", err)
+	}
+	// Taken out of the owners (by the platform), the owner reads nothing.
+	mustKubectl(t, "", "patch", "teamspace", name, "--type=merge", "-p", `{"spec":{"owners":[{"kind":"User","name":"other-`+sfx+`"}]}}`)
+	engineStandIn(t, name)
+	if !eventually(10*time.Second, 100*time.Millisecond, func() bool {
+		_, err := kubectl(t, "", append(as(owner), "get", "secret", "team-secret", "-n", ns)...)
+		return err != nil && strings.Contains(err.Error(), "forbidden")
+	}) {
+		t.Errorf("the removed owner still reads %s's Secret", ns)
 	}
 }

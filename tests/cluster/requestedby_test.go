@@ -139,3 +139,50 @@ func TestRequestedByWithoutMutation(t *testing.T) {
 	_, err = kubectl(t, teamSpace("rb-nomut-"+s, within()), append(as(user), "create", "--dry-run=server", "-f", "-")...)
 	wantAccepted(t, "naming nobody", err)
 }
+
+// TestDefaultMemory (issue #40): a requester whose new TeamSpace leaves
+// spec.memory out gets the platform's defaultMemory (requested-by.yaml,
+// teamspace-default-memory), as a LimitRange gives a default, instead of a
+// refusal; it is still held to maxMemory; an exempt user gets no default;
+// without the key the requester is refused as before.
+func TestDefaultMemory(t *testing.T) {
+	needCluster(t)
+	installRequestedBy(t)
+	s := suffix(t, 6)
+	user := "nomem-" + s
+	bindRole(t, "teamspace-requester", "User", user)
+	bindRole(t, "teamspace-edit", "Group", platformGroup)
+	noMemory := with(within(), "memory", nil)
+	memoryOf := func(who []string) (string, error) {
+		return kubectl(t, teamSpace("mem-probe-"+s, noMemory), append(who, "create", "--dry-run=server", "-o", "jsonpath={.spec.memory}", "-f", "-")...)
+	}
+	var got string
+	var err error
+	if !eventually(10*time.Second, 100*time.Millisecond, func() bool { got, err = memoryOf(as(user)); return err == nil && got == "1Gi" }) {
+		t.Fatalf("a requester's TeamSpace without memory: memory %q, %v; want the shipped defaultMemory 1Gi", got, err)
+	}
+	if got, err := memoryOf(as("platform-"+s, platformGroup)); err != nil || got != "" {
+		t.Errorf("an exempt user's TeamSpace without memory: memory %q, %v; want none added", got, err)
+	}
+	name := "nomem-" + s
+	if err := createAs(t, as(user), name, noMemory); err != nil {
+		t.Fatal(err)
+	}
+	if obj, _ := getObject(t, "teamspace", name); str(field(obj, "spec", "memory")) != "1Gi" {
+		t.Errorf("stored spec.memory = %v, want 1Gi", field(obj, "spec", "memory"))
+	}
+
+	t.Cleanup(func() { resetLimitsConfig(t) })
+	setLimit(t, "defaultMemory", "16Gi")
+	if !eventually(10*time.Second, 100*time.Millisecond, func() bool { _, err = memoryOf(as(user)); return err != nil }) {
+		t.Fatalf("defaultMemory 16Gi above maxMemory 8Gi: the requester's TeamSpace was admitted")
+	}
+	wantLimitRefusal(t, "a default above maxMemory", err, `spec.memory: "16Gi" is above the platform limit of "8Gi"`)
+	setLimit(t, "defaultMemory", "")
+	if !eventually(10*time.Second, 100*time.Millisecond, func() bool {
+		_, err = memoryOf(as(user))
+		return err != nil && strings.Contains(err.Error(), "spec.memory: unset")
+	}) {
+		t.Fatalf("without defaultMemory: %v, want the refusal for unset memory", err)
+	}
+}

@@ -138,6 +138,11 @@ func TestStatus(t *testing.T) {
 	squat := "team-st-squat-" + s
 	mustKubectl(t, "", "create", "namespace", squat)
 	deleteOnCleanup(t, "namespace", squat)
+	// Access in it beside spec.owners: a RoleBinding of a person, a token
+	// Secret of a ServiceAccount.
+	mustKubectl(t, "", "-n", squat, "create", "rolebinding", "extra", "--clusterrole=view", "--user=bob-"+s, "--serviceaccount="+squat+":ci")
+	mustKubectl(t, "", "-n", squat, "create", "serviceaccount", "ci")
+	mustKubectl(t, `{"apiVersion":"v1","kind":"Secret","type":"kubernetes.io/service-account-token","metadata":{"name":"ci-token","annotations":{"kubernetes.io/service-account.name":"ci"}}}`, "-n", squat, "create", "-f", "-")
 
 	r := runStatus(t, nil, "--archive-dir", dir)
 	if r.Err != nil {
@@ -179,6 +184,12 @@ func TestStatus(t *testing.T) {
 
 	if f := statusRow(t, out, "team-* namespaces no TeamSpace owns", squat); len(f) != 1 {
 		t.Errorf("unowned namespace row %q", f)
+	}
+	if got, want := strings.Join(statusRow(t, out, "Access in team namespaces beside spec.owners", squat), " "), squat+" extra ClusterRole view User bob-"+s+", ServiceAccount "+squat+"/ci"; got != want {
+		t.Errorf("access row %q, want %q", got, want)
+	}
+	if got, want := strings.Join(statusRow(t, out, "ServiceAccount token Secrets in team namespaces", squat), " "), squat+" ci-token ci"; got != want {
+		t.Errorf("token row %q, want %q", got, want)
 	}
 
 	// NAME UID FILE DELETED AT, oldest first.
