@@ -263,19 +263,10 @@ engine_with() {
 	METACONTROLLER_ARGS=$1 "$hack/up.sh" up >&2
 }
 
-# need_engine PHASE sets METACONTROLLER_BIN as hack/up.sh finds it (given,
-# on PATH, or built once from Metacontroller's source at the pinned tag).
-need_engine() {
-	if [[ -z ${METACONTROLLER_BIN:-} ]] && command -v metacontroller >/dev/null; then
-		METACONTROLLER_BIN=$(command -v metacontroller)
-	fi
-	ensure_metacontroller || die "$1 needs the engine (${METACONTROLLER_MISSING}): set METACONTROLLER_BIN or METACONTROLLER_SRC (see hack/up.sh)"
-}
-
 e2e() {
 	export TEAMSPACE_STATE=${BENCH_STATE:-/tmp/teamspace-bench}
 	export HOOK_PORT=${HOOK_PORT:-18380}
-	need_engine e2e
+	require_metacontroller "hack/bench.sh e2e"
 	(cd "$hack" && go build -o "$bin/drift" ./bench/drift && go build -o "$bin/fleet" ./bench/fleet)
 	trap e2e_down EXIT
 	e2e_setup_started=1
@@ -337,7 +328,7 @@ fleet() {
 	export TEAMSPACE_STATE=${BENCH_STATE:-/tmp/teamspace-bench}
 	export HOOK_PORT=${HOOK_PORT:-18380}
 	export TEAMSPACE_PROFILING=1
-	need_engine fleet
+	require_metacontroller "hack/bench.sh fleet"
 	(cd "$hack" && go build -o "$bin/fleet" ./bench/fleet)
 	local pprof_port=${BENCH_ENGINE_PPROF_PORT:-28060}
 	local window=${FLEET_WINDOW:-60s}
@@ -416,7 +407,7 @@ leader_pid() {
 failover() {
 	export TEAMSPACE_STATE=${BENCH_STATE:-/tmp/teamspace-bench}
 	export HOOK_PORT=${HOOK_PORT:-18380}
-	need_engine failover
+	require_metacontroller "hack/bench.sh failover"
 	(cd "$hack" && go build -o "$bin/drift" ./bench/drift)
 	trap 'failover_down; e2e_down' EXIT
 	e2e_setup_started=1

@@ -319,8 +319,8 @@ metacontroller_bin_version() {
 check_metacontroller_bin() {
 	local bin=$1 what=$2 v main
 	[[ -f "${bin}" && -x "${bin}" ]] || die "${what} is not an executable file"
-	main=$(go version -m "${bin}" 2>/dev/null | awk '$1 == "path" {print $2; exit}') ||
-		die "${what} is not a Go program (go version -m cannot read it), so not Metacontroller"
+	command -v go >/dev/null || die "go not found: it is needed to check ${what}"
+	main=$(go version -m "${bin}" 2>/dev/null | awk '$1 == "path" {print $2; exit}') || main=""
 	[[ -n "${main}" ]] || die "${what} is not a Go program (go version -m cannot read it), so not Metacontroller"
 	[[ "${main}" == */pkg/cmd/metacontroller || "${main}" == metacontroller ]] ||
 		die "${what} is the Go program ${main}, not Metacontroller (.../pkg/cmd/metacontroller)"
@@ -407,15 +407,28 @@ ensure_metacontroller() {
 	export METACONTROLLER_BIN
 }
 
+# require_metacontroller WHAT is ensure_metacontroller for a tool run by
+# hand (hack/up.sh, hack/bench.sh): `metacontroller` on PATH counts too when
+# METACONTROLLER_BIN is unset, and no engine dies in one line saying that
+# WHAT needs one and how to provide it.
+require_metacontroller() {
+	if [[ -z "${METACONTROLLER_BIN:-}" ]] && command -v metacontroller >/dev/null; then
+		METACONTROLLER_BIN="$(command -v metacontroller)"
+	fi
+	ensure_metacontroller ||
+		die "$1 needs the engine (${METACONTROLLER_MISSING}): set METACONTROLLER_BIN=/path/to/metacontroller (${METACONTROLLER_VERSION}) or METACONTROLLER_SRC=/path/to/a/checkout/of/its/tag"
+}
+
 # clone_metacontroller makes METACONTROLLER_CACHE/src a shallow clone of
 # the tag (kept for the next build), or returns 1 with the reason in
 # METACONTROLLER_MISSING.
 # shellcheck disable=SC2034 # METACONTROLLER_MISSING is read by the callers
 clone_metacontroller() {
 	local dst="${METACONTROLLER_CACHE}/src" tmp out
+	local none="no METACONTROLLER_BIN, no METACONTROLLER_SRC, no ${TEAMSPACE_ROOT%/*}/shared/metacontroller/${METACONTROLLER_VERSION}"
 	[[ -f "${dst}/go.mod" ]] && return 0
 	command -v git >/dev/null || {
-		METACONTROLLER_MISSING="no METACONTROLLER_BIN, no METACONTROLLER_SRC, no ${TEAMSPACE_ROOT%/*}/shared/metacontroller/${METACONTROLLER_VERSION}, and no git to clone ${METACONTROLLER_REPO}"
+		METACONTROLLER_MISSING="${none}, and no git to clone ${METACONTROLLER_REPO}"
 		return 1
 	}
 	say "cloning ${METACONTROLLER_REPO} at ${METACONTROLLER_VERSION} into ${dst}"
@@ -423,7 +436,7 @@ clone_metacontroller() {
 	if ! out=$(GIT_TERMINAL_PROMPT=0 timeout 300 git clone --quiet --depth 1 \
 		--branch "${METACONTROLLER_VERSION}" "${METACONTROLLER_REPO}" "${tmp}" 2>&1); then
 		rm -rf "${tmp}"
-		METACONTROLLER_MISSING="no METACONTROLLER_BIN, no METACONTROLLER_SRC, no ${TEAMSPACE_ROOT%/*}/shared/metacontroller/${METACONTROLLER_VERSION}, and cloning ${METACONTROLLER_REPO} at ${METACONTROLLER_VERSION} failed ($(tail -n 1 <<<"${out}"))"
+		METACONTROLLER_MISSING="${none}, and cloning ${METACONTROLLER_REPO} at ${METACONTROLLER_VERSION} failed ($(tail -n 1 <<<"${out}"))"
 		return 1
 	fi
 	rm -rf "${dst}"

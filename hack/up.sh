@@ -52,11 +52,7 @@ cluster_sh="$repo/hack/cluster.sh"
 # once from its source at the pinned tag (hack/lib.sh); or says in one line
 # how to provide one.
 find_engine() {
-	if [[ -z ${METACONTROLLER_BIN:-} ]] && command -v metacontroller >/dev/null; then
-		METACONTROLLER_BIN=$(command -v metacontroller)
-	fi
-	ensure_metacontroller ||
-		die "no engine (${METACONTROLLER_MISSING}): set METACONTROLLER_BIN=/path/to/metacontroller (${METACONTROLLER_VERSION}) or METACONTROLLER_SRC=/path/to/a/checkout/of/its/tag. Nothing has been started."
+	require_metacontroller "hack/up.sh (nothing has been started)"
 	printf '%s\n' "$(cd "$(dirname "$METACONTROLLER_BIN")" && pwd)/$(basename "$METACONTROLLER_BIN")"
 }
 

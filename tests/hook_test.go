@@ -16,6 +16,7 @@ import (
 
 	"github.com/labhub/teamspace/hook/archive"
 	"github.com/labhub/teamspace/hook/server"
+	"github.com/labhub/teamspace/hook/teamspace"
 	"github.com/labhub/teamspace/tests/golden"
 )
 
@@ -210,7 +211,7 @@ func TestInvalidSpecKeepsEveryChild(t *testing.T) {
 		m := c.(map[string]any)
 		if len(observed.Children[m["kind"].(string)+"."+m["apiVersion"].(string)]) > 0 {
 			if m["kind"] == "Namespace" {
-				delete(m["metadata"].(map[string]any)["labels"].(map[string]any), "platform.labhub.io/network-isolation")
+				delete(m["metadata"].(map[string]any)["labels"].(map[string]any), teamspace.NetworkIsolationLabel)
 			}
 			want = append(want, c)
 		}

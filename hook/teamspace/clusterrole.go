@@ -79,14 +79,13 @@ var ownerRoleType = &childType{
 // owners hold nothing through it; this says so instead of waiting in
 // silence.
 func (r *Request) ownerRoleConflict(spec Spec) (string, bool) {
-	name := r.Parent.Metadata.Name
-	if len(spec.Owners) == 0 || r.observed(ownerRoleType) != nil {
+	if len(spec.Owners) == 0 {
 		return "", false
 	}
-	foreign := r.Related[ownerRoleType.key][OwnerAccessName(name)]
-	if foreign == nil || ownedBy(foreign, string(r.Parent.Metadata.UID)) {
+	foreign, holder := r.foreign(ownerRoleType)
+	if foreign == nil {
 		return "", false
 	}
-	return fmt.Sprintf("ClusterRole %s already exists and was not created for this TeamSpace; its owners are bound to nothing until it is deleted (it is never adopted, nor bound)",
-		OwnerAccessName(name)), true
+	return fmt.Sprintf("ClusterRole %s already exists and %s; its owners are bound to nothing until it is deleted (it is never adopted, nor bound)",
+		foreign.Metadata.Name, holder), true
 }

@@ -94,21 +94,11 @@ func (r *Request) observedNamespace() *Object { return r.observed(namespaceType)
 // and another owner controls it: the engine never adopts it, and without
 // this the TeamSpace would wait in silence.
 func (r *Request) namespaceConflict() (string, bool) {
-	if r.observedNamespace() != nil {
+	foreign, holder := r.foreign(namespaceType)
+	if foreign == nil {
 		return "", false
 	}
-	name := r.Parent.Metadata.Name
-	foreign := r.Related[namespaceType.key][NamespaceName(name)]
-	if foreign == nil || ownedBy(foreign, string(r.Parent.Metadata.UID)) {
-		return "", false
-	}
-	nsName := NamespaceName(name)
-	holder := "was not created for this TeamSpace"
-	for _, ref := range foreign.Metadata.OwnerReferences {
-		if ref.Controller != nil && *ref.Controller {
-			holder = fmt.Sprintf("is controlled by %s %s (uid %s)", ref.Kind, ref.Name, ref.UID)
-		}
-	}
+	nsName := NamespaceName(r.Parent.Metadata.Name)
 	if isTerminating(foreign) {
 		return fmt.Sprintf("namespace %s %s and is still terminating; this TeamSpace gets its namespace once it is gone", nsName, holder), true
 	}

@@ -6,6 +6,7 @@ package teamspace
 
 import (
 	"encoding/json"
+	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -112,6 +113,27 @@ func NamespaceName(teamspace string) string { return NamespacePrefix + teamspace
 // has no key for it: that is the same as none observed.
 func (r *Request) observed(t *childType) *Object {
 	return r.Children[t.key][t.ref(r.Parent.Metadata.Name)]
+}
+
+// foreign is the object of type t with the name of this TeamSpace's child
+// that the engine shows only as a related object (the customize hook asks
+// for it by name) because another owner holds it, and who that is; nil when
+// there is none or it is the TeamSpace's own. The engine never adopts it.
+func (r *Request) foreign(t *childType) (*Object, string) {
+	if r.observed(t) != nil {
+		return nil, ""
+	}
+	o := r.Related[t.key][t.ref(r.Parent.Metadata.Name)]
+	if o == nil || ownedBy(o, string(r.Parent.Metadata.UID)) {
+		return nil, ""
+	}
+	holder := "was not created for this TeamSpace"
+	for _, ref := range o.Metadata.OwnerReferences {
+		if ref.Controller != nil && *ref.Controller {
+			holder = fmt.Sprintf("is controlled by %s %s (uid %s)", ref.Kind, ref.Name, ref.UID)
+		}
+	}
+	return o, holder
 }
 
 // hasChildren reports whether the engine still observes any child.

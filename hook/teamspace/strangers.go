@@ -1,10 +1,11 @@
 package teamspace
 
 import (
-	"encoding/json"
 	"fmt"
 	"sort"
-	"strings"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // Strangers are what someone added inside a field the hook owns that the
@@ -123,17 +124,14 @@ func byName(list []any) map[string]any {
 	return m
 }
 
-// toJSON turns a typed value into JSON values (maps, lists, scalars).
-func toJSON(v any) any {
-	b, err := json.Marshal(v)
+// toJSON turns a typed child into JSON values (maps, lists, scalars) with
+// the converter answer uses.
+func toJSON(obj object) any {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {
 		return nil
 	}
-	var out any
-	if json.Unmarshal(b, &out) != nil {
-		return nil
-	}
-	return out
+	return m
 }
 
 // strangersOf returns the answer for a wanted child with the strangers of
@@ -148,12 +146,17 @@ func (t *childType) strangersOf(answer map[string]any, desired object, o *Object
 	if err != nil {
 		return answer, nil
 	}
+	want := t.content(desired)
+	// As wanted, it has nothing the spec does not set (the steady state:
+	// no conversions on the hot path).
+	if equality.Semantic.DeepEqual(want, t.content(observed)) {
+		return answer, nil
+	}
 	var last any = map[string]any{}
 	if applied := t.lastApplied(o); applied != nil {
 		last = toJSON(t.content(applied))
 	}
-	want := toJSON(t.content(desired))
-	got, paths := withStrangers(want, toJSON(t.content(observed)), last)
+	got, paths := withStrangers(toJSON(want), toJSON(t.content(observed)), last)
 	if len(paths) == 0 {
 		return answer, nil
 	}
@@ -167,9 +170,4 @@ func (t *childType) strangersOf(answer map[string]any, desired object, o *Object
 		}
 	}
 	return out, paths
-}
-
-// describeStrangers names strangers for a status message.
-func describeStrangers(paths []string) string {
-	return strings.Join(paths, ", ")
 }

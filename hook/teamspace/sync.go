@@ -126,7 +126,7 @@ func (r *Request) childProblems(spec Spec, wanted []wantedChild) (string, []stri
 		ref := c.t.ref(r.Parent.Metadata.Name)
 		switch {
 		case len(c.strangers) > 0:
-			add(c.t.outOfDateReason, fmt.Sprintf("%s %s has what the spec does not set at %s; removing it", c.t.kind, ref, describeStrangers(c.strangers)))
+			add(c.t.outOfDateReason, fmt.Sprintf("%s %s has what the spec does not set at %s; removing it", c.t.kind, ref, strings.Join(c.strangers, ", ")))
 		case c.observed == nil:
 			add(c.t.pendingReason, c.t.pendingMessage(ref, c.desired))
 		case !c.t.matches(c.desired, c.observed):

@@ -148,10 +148,7 @@ func TestRequestedByWithoutMutation(t *testing.T) {
 func TestDefaultMemory(t *testing.T) {
 	needCluster(t)
 	installRequestedBy(t)
-	s := suffix(t, 6)
-	user := "nomem-" + s
-	bindRole(t, "teamspace-requester", "User", user)
-	bindRole(t, "teamspace-edit", "Group", platformGroup)
+	s, user := limitsCast(t, "nomem")
 	noMemory := with(within(), "memory", nil)
 	memoryOf := func(who []string) (string, error) {
 		return kubectl(t, teamSpace("mem-probe-"+s, noMemory), append(who, "create", "--dry-run=server", "-o", "jsonpath={.spec.memory}", "-f", "-")...)

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -14,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/labhub/teamspace/tests/watchtiming"
 )
@@ -86,16 +84,7 @@ func stepOwnedFields(t *testing.T, w *walk) {
 				t.Fatal(err)
 			}
 			want := ownedOf(before, c.owned)
-			wt, err := watchtiming.Start(w.ctx, func(ctx context.Context) (string, error) {
-				l, err := res.List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", c.name).String()})
-				if err != nil {
-					return "", err
-				}
-				return l.GetResourceVersion(), nil
-			}, func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-				o.FieldSelector = fields.OneTermEqualSelector("metadata.name", c.name).String()
-				return res.Watch(ctx, o)
-			})
+			wt, err := watchtiming.StartWith[*unstructured.UnstructuredList](w.ctx, res, fields.OneTermEqualSelector("metadata.name", c.name).String())
 			started(t, wt, err)
 			start := time.Now()
 			pt := types.MergePatchType

@@ -7,7 +7,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 )
 
@@ -81,21 +80,4 @@ func stepSquattedOwnerRole(t *testing.T, w *walk) {
 		"stranger_role": role, "status_reason": reason, "status_message": message, "binding_while_squatted": errText(bindingErr),
 		"measured": "the admin makes the stranger's ClusterRole first; SubjectAccessReviews for the owner; the real engine",
 	})
-}
-
-// readyReason is a TeamSpace's Ready reason and message ("" if none).
-func (w *walk) readyReason(name string) (string, string) {
-	ts, err := w.teamSpace(name)
-	if err != nil {
-		return "", ""
-	}
-	conds, _, _ := unstructured.NestedSlice(ts.Object, "status", "conditions")
-	for _, c := range conds {
-		if m, ok := c.(map[string]any); ok && m["type"] == "Ready" {
-			r, _ := m["reason"].(string)
-			msg, _ := m["message"].(string)
-			return r, msg
-		}
-	}
-	return "", ""
 }

@@ -439,18 +439,30 @@ func (w *walk) observedCurrent(name string) bool {
 }
 
 // ready: the TeamSpace's Ready condition is True.
-func (w *walk) ready(name string) bool {
+func (w *walk) ready(name string) bool { return w.readyCondition(name)["status"] == "True" }
+
+// readyReason is a TeamSpace's Ready reason and message ("" if none).
+func (w *walk) readyReason(name string) (string, string) {
+	c := w.readyCondition(name)
+	r, _ := c["reason"].(string)
+	msg, _ := c["message"].(string)
+	return r, msg
+}
+
+// readyCondition is a TeamSpace's Ready condition, nil if it has none (or
+// cannot be read).
+func (w *walk) readyCondition(name string) map[string]any {
 	ts, err := w.teamSpace(name)
 	if err != nil {
-		return false
+		return nil
 	}
 	conds, _, _ := unstructured.NestedSlice(ts.Object, "status", "conditions")
 	for _, c := range conds {
 		if m, ok := c.(map[string]any); ok && m["type"] == "Ready" {
-			return m["status"] == "True"
+			return m
 		}
 	}
-	return false
+	return nil
 }
 
 func has(list []string, s string) bool {
