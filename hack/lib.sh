@@ -528,6 +528,47 @@ apply_requested_by() {
 	fi
 }
 
+# wait_teamspaces_admitted KUBECTL...: waits (60 s at most) until the API
+# server admits a TeamSpace as it will admit the users' own, asked by a
+# server-side dry run. Two things lag behind the objects install.sh and up.sh
+# apply: a policy takes effect once the API server's informers have it, and
+# a MutatingAdmissionPolicy on a new CRD knows its schema once the API
+# server has read it back from its own OpenAPI (every 5 s). Until then a
+# create is either not stamped with who asked or refused with 503 "Resource
+# kind ... not found", which a first TeamSpace right after up.sh met in CI.
+# So the probe must come back stamped (where requested-by.yaml is applied).
+# A refusal of another kind is an answer of the admission chain (the probe's
+# name taken, say): it ends the wait too. Used by hack/deploy/install.sh and
+# hack/up.sh.
+wait_teamspaces_admitted() {
+	local out first="" i probe stamped=""
+	probe=$'apiVersion: platform.labhub.io/v1alpha1\nkind: TeamSpace\nmetadata:\n  name: teamspace-admission-probe\nspec:\n  pods: 1\n'
+	if "$@" get mutatingadmissionpolicies.admissionregistration.k8s.io teamspace-requested-by >/dev/null 2>&1; then
+		stamped=yes
+	fi
+	for ((i = 0; i < 60; i++)); do
+		if out=$(printf '%s' "$probe" | "$@" create --dry-run=server -o 'jsonpath={.metadata.annotations.platform\.labhub\.io/requested-by}' -f - 2>&1); then
+			if [[ -z $stamped || -n $out ]]; then
+				((i == 0)) || say "TeamSpaces are admitted after ${i} s (before: ${first//$'\n'/ })"
+				return 0
+			fi
+			out="admitted but not stamped with who asked: the MutatingAdmissionPolicy teamspace-requested-by is not in effect yet"
+		else
+			case $out in
+			*"There can be a delay"* | *ServiceUnavailable* | *"no matches for kind"* | *"could not find the requested resource"*) ;;
+			*)
+				say "TeamSpaces are admitted (a dry-run probe was refused on its own terms: ${out//$'\n'/ })"
+				return 0
+				;;
+			esac
+		fi
+		[[ -n $first ]] || first=$out
+		sleep 1
+	done
+	say "the API server does not admit TeamSpaces yet after 60 s: ${out//$'\n'/ }"
+	return 1
+}
+
 # unowned_team_namespaces KUBECTL...: prints, one a line, the namespaces
 # named team-* that no TeamSpace owns (no ownerReference of kind TeamSpace):
 # made by hand, or left from an old install. The TeamSpace of that name, if

@@ -277,6 +277,7 @@ up() {
 		crd/decoratorcontrollers.metacontroller.k8s.io \
 		crd/controllerrevisions.metacontroller.k8s.io \
 		crd/teamspaces.platform.labhub.io >&2
+	wait_teamspaces_admitted kubectl || die "TeamSpaces are not admitted; see the API server's log"
 
 	say "building the hook (go build ./hook)"
 	(cd "$repo" && go build -o "$updir/bin/teamspace-hook.new" ./hook)

@@ -209,6 +209,7 @@ ensure_limits_config kc
 apply_requested_by kc
 kc wait --for=condition=Established --timeout=60s \
 	crd/compositecontrollers.metacontroller.k8s.io crd/"$TS_CRD" >&2
+wait_teamspaces_admitted kc || die "TeamSpaces are not admitted; see the API server's log"
 
 # The engine's credential: a long-lived token of ServiceAccount
 # teamspace-system/metacontroller (a token Secret, filled in by the token
