@@ -72,7 +72,9 @@ type Object struct {
 	RoleRef    json.RawMessage `json:"roleRef,omitempty"`
 	Subjects   json.RawMessage `json:"subjects,omitempty"`
 	Rules      json.RawMessage `json:"rules,omitempty"`
-	Status     struct {
+	// Data is a ConfigMap's (the limits, a related object).
+	Data   map[string]string `json:"data,omitempty"`
+	Status struct {
 		Phase string `json:"phase"`
 		// Hard and Used are a ResourceQuota's figures as its controller
 		// reports them (see Usage).

@@ -33,11 +33,14 @@ type CustomizeResponse struct {
 	RelatedResources []RelatedResourceRule `json:"relatedResources"`
 }
 
-// RelatedResourceRule selects related objects by name.
+// RelatedResourceRule selects related objects by namespace and name, or by
+// labels.
 type RelatedResourceRule struct {
-	APIVersion string   `json:"apiVersion"`
-	Resource   string   `json:"resource"`
-	Names      []string `json:"names"`
+	APIVersion    string                `json:"apiVersion"`
+	Resource      string                `json:"resource"`
+	Namespace     string                `json:"namespace,omitempty"`
+	Names         []string              `json:"names,omitempty"`
+	LabelSelector *metav1.LabelSelector `json:"labelSelector,omitempty"`
 }
 
 func newResponse(r *Request) *Response {

@@ -29,6 +29,9 @@ func Sync(r *Request) *Response {
 	if err != nil {
 		return syncInvalid(r, resp, err)
 	}
+	if reason, msg, over := r.overAllowance(spec); over {
+		return syncOverAllowance(r, resp, reason, msg)
+	}
 
 	ns := r.observedNamespace()
 	insideAllowed := ns != nil && !isTerminating(ns)

@@ -75,7 +75,12 @@ func TestRBACBounds(t *testing.T) {
 		// Not needed, not granted.
 		{"no reading secrets anywhere", []string{"get", "secrets", "--all-namespaces"}, false},
 		{"no reading its own token secret", []string{"get", "secrets", "-n", "teamspace-system"}, false},
-		{"no configmaps", []string{"list", "configmaps", "-n", "team-x"}, false},
+		// The limits ConfigMap is a related object of every counted
+		// TeamSpace (a requester's allowance); the engine's informers are
+		// cluster-wide.
+		{"watch ConfigMaps everywhere", []string{"watch", "configmaps", "--all-namespaces"}, true},
+		{"no writing ConfigMaps (the limits are the platform's)", []string{"patch", "configmaps", "-n", "teamspace-system"}, false},
+		{"no creating ConfigMaps", []string{"create", "configmaps", "-n", "team-x"}, false},
 		{"no pods", []string{"create", "pods", "-n", "team-x"}, false},
 		{"no deployments", []string{"create", "deployments.apps", "-n", "team-x"}, false},
 		{"no deleting CRDs", []string{"delete", "customresourcedefinitions.apiextensions.k8s.io"}, false},

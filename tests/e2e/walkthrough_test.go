@@ -81,6 +81,7 @@ var steps = []struct {
 	{"5d-limits", stepLimits},
 	{"5e-owners", stepOwners},
 	{"5e2-squatted-owner-role", stepSquattedOwnerRole},
+	{"5f-requester-allowance", stepRequesterAllowance},
 	{"6-deletion", stepDeletion},
 	{"7-engine-stopped", stepEngineStopped},
 	{"8-report", stepReport},
