@@ -511,6 +511,11 @@ func TestLimitsConfigBroken(t *testing.T) {
 		{"podSecurityLevels", "baseline,root", `key podSecurityLevels is "baseline,root", not a comma-separated list of privileged, baseline, restricted`},
 		{"podSecurityLevels", "", `key podSecurityLevels is ""`},
 		{"allowNetworkIsolationOff", "yes", `key allowNetworkIsolationOff is "yes", not "true" or "false"`},
+		// A requester's allowance (optional keys: empty bounds nothing).
+		{"maxTeamSpacesPerRequester", "-1", `key maxTeamSpacesPerRequester is "-1", not a whole number`},
+		{"maxPodsPerRequester", "ten", `key maxPodsPerRequester is "ten", not a whole number`},
+		{"maxCPUPerRequester", "lots", `key maxCPUPerRequester is "lots", not a quantity`},
+		{"maxMemoryPerRequester", "16 GB", `key maxMemoryPerRequester is "16 GB", not a quantity`},
 	}
 	for i, c := range broken {
 		t.Run(fmt.Sprintf("%s=%q", c.key, c.value), func(t *testing.T) {

@@ -1,7 +1,9 @@
 package cluster_test
 
 import (
+	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -117,6 +119,114 @@ func TestRequestedBy(t *testing.T) {
 	})
 }
 
+const requesterKey = "platform.labhub.io/requester"
+
+func labelled(manifest, key, value string) string {
+	var obj map[string]any
+	if err := json.Unmarshal([]byte(manifest), &obj); err != nil {
+		panic(err)
+	}
+	obj["metadata"].(map[string]any)["labels"] = map[string]any{key: value}
+	b, _ := json.Marshal(obj)
+	return string(b)
+}
+
+// labelValueOf is the requester label of a user name as requested-by.yaml
+// computes it: the runs of letters and digits joined by dots, the longest
+// suffix of at most 63 characters that starts with a letter or digit.
+func labelValueOf(user string) string {
+	v := strings.Join(regexp.MustCompile(`[A-Za-z0-9]+`).FindAllString(user, -1), ".")
+	if len(v) > 63 {
+		v = strings.TrimLeft(v[len(v)-63:], ".")
+	}
+	return v
+}
+
+func requesterLabel(t *testing.T, name string) (string, bool) {
+	t.Helper()
+	obj, found := getObject(t, "teamspace", name)
+	if !found {
+		t.Fatalf("TeamSpace %s not found", name)
+	}
+	labels, _ := field(obj, "metadata", "labels").(map[string]any)
+	v, ok := labels[requesterKey]
+	return str(v), ok
+}
+
+// TestRequesterLabel (issue #40, item 5): the API server labels a
+// requester's new TeamSpace with the requester reduced to a label value
+// (requested-by.yaml, teamspace-requester), over any value the request
+// carried; an exempt user's gets none (not counted in an allowance);
+// nobody but an exempt user changes or removes it (limits.yaml), since
+// without it a TeamSpace would drop out of its requester's allowance.
+func TestRequesterLabel(t *testing.T) {
+	needCluster(t)
+	installRequestedBy(t)
+	s := suffix(t, 6)
+	// A name with what a label value cannot hold: the letters and digits
+	// are kept, joined by dots.
+	user, editor := "Asker:"+s+"@example.com", "editor-"+s
+	want := "Asker." + s + ".example.com"
+	if labelValueOf(user) != want {
+		t.Fatalf("labelValueOf(%q) = %q, want %q", user, labelValueOf(user), want)
+	}
+	bindRole(t, "teamspace-requester", "User", user)
+	bindRole(t, "teamspace-edit", "User", editor)
+	bindRole(t, "teamspace-view", "User", editor)
+	bindRole(t, "teamspace-edit", "Group", platformGroup)
+	bindRole(t, "teamspace-view", "Group", platformGroup)
+	labelOf := func(who []string) (string, error) {
+		return kubectl(t, teamSpace("label-probe-"+s, within()), append(who, "create", "--dry-run=server", "-o", "jsonpath={.metadata.labels}", "-f", "-")...)
+	}
+	var got string
+	var err error
+	if !eventually(10*time.Second, 100*time.Millisecond, func() bool {
+		got, err = labelOf(as(user))
+		return err == nil && strings.Contains(got, want)
+	}) {
+		t.Fatalf("a requester's new TeamSpace: labels %q, %v; want %s=%s", got, err, requesterKey, want)
+	}
+	if got, err := labelOf(as("platform-"+s, platformGroup)); err != nil || strings.Contains(got, requesterKey) {
+		t.Errorf("an exempt user's new TeamSpace: labels %q, %v; want no %s", got, err, requesterKey)
+	}
+	long := "system:serviceaccount:a-namespace-with-a-long-name-" + s + ":and-a-long-serviceaccount-name"
+	bindRole(t, "teamspace-requester", "User", long)
+	if got, err := labelOf(as(long)); err != nil || !strings.Contains(got, `"`+requesterKey+`":"`+labelValueOf(long)+`"`) {
+		t.Errorf("a name longer than a label value: labels %q, %v; want %q, its last 63 characters from a letter or digit", got, err, labelValueOf(long))
+	}
+
+	name := "rl-" + s
+	t.Cleanup(func() { forceDelete(t, name) })
+	if _, err := kubectl(t, labelled(teamSpace(name, within()), requesterKey, "someone-else"), append(as(user), "create", "-f", "-")...); err != nil {
+		t.Fatalf("a requester's create with another's label: %v, want admitted with the label corrected", err)
+	}
+	if got, _ := requesterLabel(t, name); got != want {
+		t.Errorf("the request carried someone-else: %s = %q, want %q", requesterKey, got, want)
+	}
+	t.Run("a non-exempt editor cannot change or remove it", func(t *testing.T) {
+		_, err := kubectl(t, "", append(as(editor), "label", "--overwrite", "teamspace", name, requesterKey+"=someone")...)
+		wantLimitRefusal(t, "overwrite", err, "label "+requesterKey+" counts this TeamSpace in its requester's allowance (\""+want+"\")", "only the platform team")
+		_, err = kubectl(t, "", append(as(editor), "label", "teamspace", name, requesterKey+"-")...)
+		wantLimitRefusal(t, "remove", err, "counts this TeamSpace")
+		if got, _ := requesterLabel(t, name); got != want {
+			t.Errorf("%s = %q after the refusals, want %q", requesterKey, got, want)
+		}
+	})
+	t.Run("the engine's writes go on", func(t *testing.T) {
+		engineWrites(t, name)
+	})
+	t.Run("an exempt user can change and remove it", func(t *testing.T) {
+		platform := as("platform-"+s, platformGroup)
+		_, err := kubectl(t, "", append(platform, "label", "--overwrite", "teamspace", name, requesterKey+"=moved")...)
+		wantAccepted(t, "exempt overwrite", err)
+		_, err = kubectl(t, "", append(platform, "label", "teamspace", name, requesterKey+"-")...)
+		wantAccepted(t, "exempt removal", err)
+		if _, ok := requesterLabel(t, name); ok {
+			t.Error("the label is still there after the exempt removal")
+		}
+	})
+}
+
 // TestRequestedByWithoutMutation: on a release without the
 // MutatingAdmissionPolicy (or before it is installed) nothing is stamped,
 // and the limits still refuse a requester's TeamSpace that names someone
@@ -138,6 +248,12 @@ func TestRequestedByWithoutMutation(t *testing.T) {
 	wantAccepted(t, "naming oneself", err)
 	_, err = kubectl(t, teamSpace("rb-nomut-"+s, within()), append(as(user), "create", "--dry-run=server", "-f", "-")...)
 	wantAccepted(t, "naming nobody", err)
+	// The requester label likewise: another's refused, one's own or none
+	// admitted (none: not counted; the allowance needs the policy).
+	_, err = kubectl(t, labelled(teamSpace("rb-nomut-"+s, within()), requesterKey, "the-boss"), append(as(user), "create", "--dry-run=server", "-f", "-")...)
+	wantLimitRefusal(t, "another's requester label", err, `label `+requesterKey+`: "the-boss" is not who asks ("asker.`+s+`")`)
+	_, err = kubectl(t, labelled(teamSpace("rb-nomut-"+s, within()), requesterKey, "asker."+s), append(as(user), "create", "--dry-run=server", "-f", "-")...)
+	wantAccepted(t, "one's own requester label", err)
 }
 
 // TestDefaultMemory (issue #40): a requester whose new TeamSpace leaves
