@@ -48,7 +48,8 @@
 #   BENCH_ENGINE_METRICS_PORT, BENCH_ENGINE_HEALTH_PORT  engine ports [28999, 28081]
 #   BENCH_KEEP_SETUP=1   leave the setup running at the end
 #   FLEET_CONFIGS        ";"-separated "label=engine flags [cc:ignoreStatusChanges=B]
-#                        [cc:resyncPeriodSeconds=N] [cc:customize=off]" (cc: the
+#                        [cc:resyncPeriodSeconds=N] [cc:customize=off]
+#                        [fleet:-per-requester=N]" (fleet: a flag of hack/bench/fleet; cc: the
 #                        CompositeController, patched after start; a period
 #                        works only below the engine's --cache-flush-interval,
 #                        which the shipped flags set to 0) [shipped]
@@ -334,7 +335,7 @@ fleet() {
 	local window=${FLEET_WINDOW:-60s}
 	trap e2e_down EXIT
 	e2e_setup_started=1
-	local configs cfg label flags count word engine_flags patches
+	local configs cfg label flags count word engine_flags patches fleet_flags
 	IFS=';' read -r -a configs <<<"${FLEET_CONFIGS:-shipped=}"
 	: >"$out/fleet.txt"
 	for cfg in "${configs[@]}"; do
@@ -342,9 +343,11 @@ fleet() {
 		flags=${cfg#*=}
 		engine_flags="--pprof-address=127.0.0.1:$pprof_port"
 		patches=()
+		fleet_flags=()
 		for word in $flags; do
 			case $word in
 			cc:*) patches+=("$(cc_patch "${word#cc:}")") ;;
+			fleet:*) fleet_flags+=("${word#fleet:}") ;;
 			*) engine_flags+=" $word" ;;
 			esac
 		done
@@ -368,7 +371,7 @@ fleet() {
 				-hook-metrics "$TEAMSPACE_HOOK_URL/metrics" \
 				-engine-pprof "http://127.0.0.1:$pprof_port" -profile-dir "$profile_dir" \
 				-stop-cmd "'$hack/up.sh' engine-stop" -start-cmd "'$hack/up.sh' engine-start" \
-				-cleanup-wait 0 \
+				-cleanup-wait 0 "${fleet_flags[@]}" \
 				2>"$out/fleet-$label-$count.log" | tee -a "$out/fleet.txt" >&2
 		done
 	done

@@ -109,6 +109,7 @@ func main() {
 	stopCmd := flag.String("stop-cmd", "", "shell command that stops the engine (restart, catchup)")
 	startCmd := flag.String("start-cmd", "", "shell command that starts the engine again (restart, catchup)")
 	down := flag.Duration("down", 60*time.Second, "how long the engine stays stopped in catchup")
+	perRequester := flag.Int("per-requester", 0, "TeamSpaces per requester: each run of this many is labelled as one requester's and the allowance set to hold exactly them, so that every sync counts its requester's TeamSpaces, related objects of each other (0: none labelled, none counted, as an exempt user's)")
 	foreign := benchutil.ForeignClusterFlag()
 	flag.Parse()
 
@@ -119,7 +120,7 @@ func main() {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	f := &fleet{c: c, timeout: *timeout, label: *label, prefix: *prefix, engineURL: *engineMetrics, hookURL: *hookMetrics,
-		enginePprof: *enginePprof, profileDir: *profileDir, profileChurn: *profileChurn}
+		enginePprof: *enginePprof, profileDir: *profileDir, profileChurn: *profileChurn, perRequester: *perRequester}
 	for i := 0; i < *count; i++ {
 		f.names = append(f.names, fmt.Sprintf("%s-%04d", *prefix, i))
 	}
@@ -184,6 +185,7 @@ type fleet struct {
 	enginePprof            string
 	profileDir             string
 	profileChurn           int
+	perRequester           int // -per-requester
 	state                  string // the setup's state directory (-state)
 	procs                  []benchutil.Proc
 	ts, quotas             cache.Store
@@ -542,11 +544,26 @@ func (f *fleet) create(ctx context.Context) error {
 	if f.profileDir != "" {
 		go f.profile(ctx, "create", 30*time.Second)
 	}
+	requester := map[string]string{}
+	if f.perRequester > 0 {
+		if err := f.setAllowance(ctx); err != nil {
+			return err
+		}
+		for i, n := range f.names {
+			requester[n] = fmt.Sprintf("%s-r%04d", f.prefix, i/f.perRequester)
+		}
+	}
 	w := f.begin(ctx)
 	err := parallel(f.names, 32, func(n string) error {
 		obj := benchutil.NewTeamSpace(n, tsPods, tsCPU)
 		// Every child type but the NetworkPolicy: RoleBinding team-owners too.
 		obj.Object["spec"].(map[string]any)["owners"] = []any{map[string]any{"kind": "Group", "name": n + "-devs"}}
+		if r := requester[n]; r != "" {
+			// The admin is exempt: the label stays as written, and the
+			// API server's requested-by is the admin for all, so the
+			// label alone tells requesters apart.
+			obj.SetLabels(map[string]string{"platform.labhub.io/requester": r})
+		}
 		_, err := ts.Create(ctx, obj, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
 			return nil
@@ -584,6 +601,17 @@ func (f *fleet) create(ctx context.Context) error {
 	}
 	f.result("create count=%d created_ms=%s all_ready_ms=%s x_floor=%s x_floor_all=%s %s", len(f.names), benchutil.Ms(created), benchutil.Ms(allReady), ratio, ratioAll, line)
 	return nil
+}
+
+// setAllowance sets a requester's allowance in the limits ConfigMap to
+// exactly -per-requester TeamSpaces and their pods (cpu and memory
+// unbounded: the fleet's TeamSpaces leave memory out), so that every one
+// fits and every sync does the whole count.
+func (f *fleet) setAllowance(ctx context.Context) error {
+	patch := fmt.Sprintf(`{"data":{"maxTeamSpacesPerRequester":"%d","maxPodsPerRequester":"%d","maxCPUPerRequester":"","maxMemoryPerRequester":""}}`,
+		f.perRequester, f.perRequester*tsPods)
+	_, err := f.c.Kube.CoreV1().ConfigMaps("teamspace-system").Patch(ctx, "teamspace-limits", types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	return err
 }
 
 // statusTrail is what one TeamSpace's status went through, as this
