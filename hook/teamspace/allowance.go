@@ -135,23 +135,24 @@ func (a allowance) exceeds(t totals, h holding) []string {
 	if a.pods != nil && t.pods+h.pods > *a.pods {
 		over = append(over, fmt.Sprintf("pods %d > %d (key %s)", t.pods+h.pods, *a.pods, KeyMaxPods))
 	}
-	if a.cpu != nil {
-		sum := t.cpu.DeepCopy()
-		sum.Add(h.cpu)
-		if sum.Cmp(*a.cpu) > 0 {
-			over = append(over, fmt.Sprintf("cpu %s > %s (key %s)", sum.String(), a.cpu.String(), KeyMaxCPU))
+	// quantity adds what h asks to what t holds and names the sum if it
+	// is above bound.
+	quantity := func(what string, held, asked resource.Quantity, bound *resource.Quantity, key string) {
+		sum := held.DeepCopy()
+		sum.Add(asked)
+		if sum.Cmp(*bound) > 0 {
+			over = append(over, fmt.Sprintf("%s %s > %s (key %s)", what, sum.String(), bound.String(), key))
 		}
 	}
-	if a.memory != nil {
-		if !h.memorySet {
-			over = append(over, fmt.Sprintf("memory unbounded (spec.memory unset) > %s (key %s)", a.memory.String(), KeyMaxMemory))
-		} else {
-			sum := t.memory.DeepCopy()
-			sum.Add(h.memory)
-			if sum.Cmp(*a.memory) > 0 {
-				over = append(over, fmt.Sprintf("memory %s > %s (key %s)", sum.String(), a.memory.String(), KeyMaxMemory))
-			}
-		}
+	if a.cpu != nil {
+		quantity("cpu", t.cpu, h.cpu, a.cpu, KeyMaxCPU)
+	}
+	switch {
+	case a.memory == nil:
+	case !h.memorySet:
+		over = append(over, fmt.Sprintf("memory unbounded (spec.memory unset) > %s (key %s)", a.memory.String(), KeyMaxMemory))
+	default:
+		quantity("memory", t.memory, h.memory, a.memory, KeyMaxMemory)
 	}
 	return over
 }

@@ -21,7 +21,7 @@ func TestChildrenStayThePlatforms(t *testing.T) {
 	s := suffix(t, 6)
 	owner := "owner-" + s
 	name := "kids-" + s
-	createOwned(t, name, with(within(), "owners", []any{map[string]any{"kind": "User", "name": owner}}))
+	createOwned(t, name, ownedBy(within(), owner))
 	ns := teamspace.NamespaceName(name)
 	run := func(who []string, args ...string) error {
 		_, err := kubectl(t, "", append(append(who, "-n", ns), args...)...)
@@ -57,7 +57,7 @@ func TestChildrenStayThePlatforms(t *testing.T) {
 		}
 	}
 	labelled := `{"apiVersion":"networking.k8s.io/v1","kind":"NetworkPolicy","metadata":{"name":"fake","labels":{"` + teamspace.TeamSpaceLabel + `":"` + name + `"}},"spec":{"podSelector":{}}}`
-	if _, err := kubectl(t, labelled, append(as(owner), "-n", ns, "create", "--dry-run=server", "-f", "-")...); err == nil || !strings.Contains(err.Error(), "only the engine and the platform team may create it") {
+	if err := dryRunCreate(t, as(owner), ns, labelled); err == nil || !strings.Contains(err.Error(), "only the engine and the platform team may create it") {
 		t.Errorf("the owner's NetworkPolicy with the TeamSpace label: %v, want refused", err)
 	}
 	own := `{"apiVersion":"networking.k8s.io/v1","kind":"NetworkPolicy","metadata":{"name":"mine"},"spec":{"podSelector":{},"ingress":[{"from":[{"podSelector":{}}]}]}}`

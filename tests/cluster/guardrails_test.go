@@ -42,16 +42,35 @@ func guardrailsEnforced(t testing.TB) bool {
 	return err != nil && strings.Contains(err.Error(), "teamspace-guardrails")
 }
 
-// annotated adds one annotation to a manifest made by teamSpace.
+// annotated and labelled give a manifest made by teamSpace one annotation
+// or one label.
 func annotated(manifest, key, value string) string {
+	return withMeta(manifest, "annotations", key, value)
+}
+func labelled(manifest, key, value string) string { return withMeta(manifest, "labels", key, value) }
+
+func withMeta(manifest, kind, key, value string) string {
 	var obj map[string]any
 	if err := json.Unmarshal([]byte(manifest), &obj); err != nil {
 		panic(err)
 	}
 	meta := obj["metadata"].(map[string]any)
-	meta["annotations"] = map[string]any{key: value}
+	meta[kind] = map[string]any{key: value}
 	b, _ := json.Marshal(obj)
 	return string(b)
+}
+
+// metaOf is one annotation or label (kind "annotations" or "labels") of
+// TeamSpace name, and whether it is there.
+func metaOf(t *testing.T, name, kind, key string) (string, bool) {
+	t.Helper()
+	obj, found := getObject(t, "teamspace", name)
+	if !found {
+		t.Fatalf("TeamSpace %s not found", name)
+	}
+	m, _ := field(obj, "metadata", kind).(map[string]any)
+	v, ok := m[key]
+	return str(v), ok
 }
 
 // wantRefused checks that err is the policy's refusal and says every part

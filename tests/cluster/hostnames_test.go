@@ -73,22 +73,10 @@ func installHTTPRouteCRD(t *testing.T) {
 // namespace that is no team's is not either; an update is held only in the
 // hosts it adds.
 func TestHostnamesBelongToOneTeam(t *testing.T) {
-	installOwnerAccess(t)
-	s := suffix(t, 6)
-	owner := "owner-" + s
-	name := "web-" + s
-	createOwned(t, name, with(within(), "owners", []any{map[string]any{"kind": "User", "name": owner}}))
-	ns := teamspace.NamespaceName(name)
-	bindRole(t, "edit", "Group", platformGroup)
-	platform := as("platform-"+s, platformGroup)
-	other := "not-a-team-" + s
-	mustKubectl(t, "", "create", "namespace", other)
-	deleteOnCleanup(t, "namespace", other)
-	mustKubectl(t, "", "create", "rolebinding", "owner", "--clusterrole=admin", "--user="+owner, "-n", other)
-	create := func(who []string, namespace, manifest string) error {
-		_, err := kubectl(t, manifest, append(who, "-n", namespace, "create", "--dry-run=server", "-f", "-")...)
-		return err
-	}
+	c := newTenantCast(t, "web")
+	owner, ns, other, platform := c.owner, c.ns, c.other, c.platform
+	name := strings.TrimPrefix(ns, teamspace.NamespacePrefix)
+	create := func(who []string, namespace, manifest string) error { return dryRunCreate(t, who, namespace, manifest) }
 	refusedWith := func(t *testing.T, what string, err error, want ...string) {
 		t.Helper()
 		if err == nil || strings.Contains(strings.TrimSpace(err.Error()), "\n") {

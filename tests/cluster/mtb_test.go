@@ -101,16 +101,11 @@ func TestMultiTenancyBenchmarks(t *testing.T) {
 	s := suffix(t, 6)
 	ownerA, ownerB := "tenant-a-"+s, "tenant-b-"+s
 	a, b := "mtb-a-"+s, "mtb-b-"+s
-	owned := func(owner string) map[string]any {
-		return with(within(), "podSecurity", "restricted", "owners", []any{map[string]any{"kind": "User", "name": owner}})
-	}
-	createOwned(t, a, owned(ownerA))
-	createOwned(t, b, owned(ownerB))
+	restricted := with(within(), "podSecurity", "restricted")
+	createOwned(t, a, ownedBy(restricted, ownerA))
+	createOwned(t, b, ownedBy(restricted, ownerB))
 	nsA, nsB := teamspace.NamespaceName(a), teamspace.NamespaceName(b)
-	createPod := func(manifest string) error {
-		_, err := kubectl(t, manifest, append(as(ownerA), "-n", nsA, "create", "--dry-run=server", "-f", "-")...)
-		return err
-	}
+	createPod := func(manifest string) error { return dryRunCreate(t, as(ownerA), nsA, manifest) }
 	// The control: tenant A may run a restricted pod at all.
 	if !eventually(10*time.Second, 200*time.Millisecond, func() bool { return createPod(restrictedPod("control", nil)) == nil }) {
 		t.Fatalf("control: tenant A's restricted pod is refused: %v; the pod checks would prove nothing", createPod(restrictedPod("control", nil)))
@@ -211,7 +206,7 @@ func TestMultiTenancyBenchmarks(t *testing.T) {
 		refusedPod(t, "the host IPC namespace", func(p, _ map[string]any) { p["hostIPC"] = true }, "hostIPC")
 	})
 	t.Run("MTB-PL1-BC-HI-1 block use of NodePort services", func(t *testing.T) {
-		_, err := kubectl(t, serviceJSON("np", "NodePort"), append(as(ownerA), "-n", nsA, "create", "--dry-run=server", "-f", "-")...)
+		err := dryRunCreate(t, as(ownerA), nsA, serviceJSON("np", "NodePort"))
 		if err == nil || !strings.Contains(err.Error(), "teamspace-services") {
 			t.Errorf("tenant A's NodePort Service: %v, want refused", err)
 		}

@@ -1,7 +1,6 @@
 package cluster_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"regexp"
 	"strings"
@@ -42,13 +41,7 @@ func stampedAs(t testing.TB, user string) string {
 
 func requestedBy(t *testing.T, name string) (string, bool) {
 	t.Helper()
-	obj, found := getObject(t, "teamspace", name)
-	if !found {
-		t.Fatalf("TeamSpace %s not found", name)
-	}
-	ann, _ := field(obj, "metadata", "annotations").(map[string]any)
-	v, ok := ann[requestedByKey]
-	return str(v), ok
+	return metaOf(t, name, "annotations", requestedByKey)
 }
 
 // TestRequestedBy: a requester's TeamSpace names the requester, also when
@@ -121,16 +114,6 @@ func TestRequestedBy(t *testing.T) {
 
 const requesterKey = "platform.labhub.io/requester"
 
-func labelled(manifest, key, value string) string {
-	var obj map[string]any
-	if err := json.Unmarshal([]byte(manifest), &obj); err != nil {
-		panic(err)
-	}
-	obj["metadata"].(map[string]any)["labels"] = map[string]any{key: value}
-	b, _ := json.Marshal(obj)
-	return string(b)
-}
-
 // labelValueOf is the requester label of a user name as requested-by.yaml
 // computes it: the runs of letters and digits joined by dots, the longest
 // suffix of at most 63 characters that starts with a letter or digit.
@@ -144,13 +127,7 @@ func labelValueOf(user string) string {
 
 func requesterLabel(t *testing.T, name string) (string, bool) {
 	t.Helper()
-	obj, found := getObject(t, "teamspace", name)
-	if !found {
-		t.Fatalf("TeamSpace %s not found", name)
-	}
-	labels, _ := field(obj, "metadata", "labels").(map[string]any)
-	v, ok := labels[requesterKey]
-	return str(v), ok
+	return metaOf(t, name, "labels", requesterKey)
 }
 
 // TestRequesterLabel (issue #40, item 5): the API server labels a

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/labhub/teamspace/hook/teamspace"
 )
 
 // serviceJSON is a Service of the given type (and external IPs), one port.
@@ -36,23 +34,9 @@ func serviceJSON(name, typ string, externalIPs ...string) string {
 // an option stays and can be labelled. A broken option refuses its type,
 // naming the key.
 func TestServicesStayInside(t *testing.T) {
-	installOwnerAccess(t)
-	s := suffix(t, 6)
-	owner := "owner-" + s
-	name := "svc-" + s
-	createOwned(t, name, with(within(), "owners", []any{map[string]any{"kind": "User", "name": owner}}))
-	ns := teamspace.NamespaceName(name)
-	bindRole(t, "edit", "Group", platformGroup)
-	platform := as("platform-"+s, platformGroup)
-	other := "not-a-team-" + s
-	mustKubectl(t, "", "create", "namespace", other)
-	deleteOnCleanup(t, "namespace", other)
-	mustKubectl(t, "", "create", "rolebinding", "owner", "--clusterrole=admin", "--user="+owner, "-n", other)
-
-	create := func(who []string, namespace, manifest string) error {
-		_, err := kubectl(t, manifest, append(who, "-n", namespace, "create", "--dry-run=server", "-f", "-")...)
-		return err
-	}
+	c := newTenantCast(t, "svc")
+	owner, ns, other, platform := c.owner, c.ns, c.other, c.platform
+	create := func(who []string, namespace, manifest string) error { return dryRunCreate(t, who, namespace, manifest) }
 	if !eventually(10*time.Second, 100*time.Millisecond, func() bool {
 		err := create(as(owner), ns, serviceJSON("probe", "NodePort"))
 		return err != nil && strings.Contains(err.Error(), "teamspace-services")

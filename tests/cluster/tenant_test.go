@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/labhub/teamspace/hook/teamspace"
 )
 
 // TestDayOne proves on the real API server what a team gets on day one,
@@ -164,4 +166,42 @@ func orNull(s string) string {
 		return "null"
 	}
 	return s
+}
+
+// ownedBy is spec with one owner, User owner.
+func ownedBy(spec map[string]any, owner string) map[string]any {
+	return with(spec, "owners", []any{map[string]any{"kind": "User", "name": owner}})
+}
+
+// dryRunCreate is a server-side dry run of creating manifest in namespace
+// as who (nil: the admin).
+func dryRunCreate(t *testing.T, who []string, namespace, manifest string) error {
+	t.Helper()
+	_, err := kubectl(t, manifest, append(who, "-n", namespace, "create", "--dry-run=server", "-f", "-")...)
+	return err
+}
+
+// tenantCast is what the tests of the tenant policies (namespaces.yaml)
+// act with: TeamSpace prefix-<s> made by the engine's stand-in with owner
+// owner-<s>, its namespace, a member of the platform team (exempt, edit
+// cluster-wide) and a namespace that is no team's, where the owner is admin
+// too.
+type tenantCast struct {
+	owner, ns, other string
+	platform         []string
+}
+
+func newTenantCast(t *testing.T, prefix string) tenantCast {
+	t.Helper()
+	installOwnerAccess(t)
+	s := suffix(t, 6)
+	c := tenantCast{owner: "owner-" + s, other: "not-a-team-" + s, platform: as("platform-"+s, platformGroup)}
+	name := prefix + "-" + s
+	createOwned(t, name, ownedBy(within(), c.owner))
+	c.ns = teamspace.NamespaceName(name)
+	bindRole(t, "edit", "Group", platformGroup)
+	mustKubectl(t, "", "create", "namespace", c.other)
+	deleteOnCleanup(t, "namespace", c.other)
+	mustKubectl(t, "", "create", "rolebinding", "owner", "--clusterrole=admin", "--user="+c.owner, "-n", c.other)
+	return c
 }

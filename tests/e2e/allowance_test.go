@@ -6,9 +6,6 @@ import (
 	"testing"
 	"time"
 
-	authorizationv1 "k8s.io/api/authorization/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -50,21 +47,7 @@ func stepRequesterAllowance(t *testing.T, w *walk) {
 	})
 	setAllowance(map[string]string{"maxTeamSpacesPerRequester": "2", "maxPodsPerRequester": "5", "maxCPUPerRequester": "", "maxMemoryPerRequester": ""})
 
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "walkthrough-rhea-requester"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "teamspace-requester"},
-		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: rhea}},
-	}
-	if _, err := w.kube.RbacV1().ClusterRoleBindings().Create(w.ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = w.kube.RbacV1().ClusterRoleBindings().Delete(w.ctx, binding.Name, metav1.DeleteOptions{}) })
-	w.poll(t, "rhea may create TeamSpaces", func() bool {
-		r, err := w.kube.AuthorizationV1().SubjectAccessReviews().Create(w.ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-			User: rhea, ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "create", Group: "platform.labhub.io", Resource: "teamspaces"},
-		}}, metav1.CreateOptions{})
-		return err == nil && r.Status.Allowed
-	})
+	w.bindRequester(t, rhea, "walkthrough-rhea-requester")
 	rheaTS := dynamic.NewForConfigOrDie(w.as(rhea)).Resource(teamSpaces)
 	create := func(name string, pods int64) {
 		t.Helper()

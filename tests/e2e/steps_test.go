@@ -665,6 +665,28 @@ func stepDayOne(t *testing.T, w *walk) {
 	})
 }
 
+// bindRequester binds user to ClusterRole teamspace-requester (binding
+// name, removed when the test ends) and waits until the API server's
+// authorizer has it: a new binding takes a moment to reach it.
+func (w *walk) bindRequester(t *testing.T, user, name string) {
+	t.Helper()
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "teamspace-requester"},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: user}},
+	}
+	if _, err := w.kube.RbacV1().ClusterRoleBindings().Create(w.ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = w.kube.RbacV1().ClusterRoleBindings().Delete(w.ctx, binding.Name, metav1.DeleteOptions{}) })
+	w.poll(t, user+" may create TeamSpaces", func() bool {
+		r, err := w.kube.AuthorizationV1().SubjectAccessReviews().Create(w.ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: user, ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "create", Group: "platform.labhub.io", Resource: "teamspaces"},
+		}}, metav1.CreateOptions{})
+		return err == nil && r.Status.Allowed
+	})
+}
+
 // stepLimits: the platform limits (issue #24) on the real engine, as an
 // attacker would try them. rita may only request TeamSpaces
 // (teamspace-requester) and names herself owner:
@@ -682,22 +704,7 @@ func stepDayOne(t *testing.T, w *walk) {
 // Both are deleted again (archived by the engine) before the step ends.
 func stepLimits(t *testing.T, w *walk) {
 	const rita = "rita"
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "walkthrough-rita-requester"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "teamspace-requester"},
-		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: rita}},
-	}
-	if _, err := w.kube.RbacV1().ClusterRoleBindings().Create(w.ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = w.kube.RbacV1().ClusterRoleBindings().Delete(w.ctx, binding.Name, metav1.DeleteOptions{}) })
-	// A new binding takes a moment to reach the API server's authorizer.
-	w.poll(t, "rita may create TeamSpaces", func() bool {
-		r, err := w.kube.AuthorizationV1().SubjectAccessReviews().Create(w.ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-			User: rita, ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "create", Group: "platform.labhub.io", Resource: "teamspaces"},
-		}}, metav1.CreateOptions{})
-		return err == nil && r.Status.Allowed
-	})
+	w.bindRequester(t, rita, "walkthrough-rita-requester")
 	cfg := w.as(rita)
 	ritaTS := dynamic.NewForConfigOrDie(cfg).Resource(teamSpaces)
 	ritaKube := kubernetes.NewForConfigOrDie(cfg)

@@ -185,7 +185,7 @@ type fleet struct {
 	enginePprof            string
 	profileDir             string
 	profileChurn           int
-	perRequester           int // -per-requester
+	perRequester           int    // -per-requester
 	state                  string // the setup's state directory (-state)
 	procs                  []benchutil.Proc
 	ts, quotas             cache.Store
