@@ -3,6 +3,7 @@ package teamspace
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,6 +19,7 @@ import (
 var childTypes = []*childType{
 	namespaceType,
 	quotaType,
+	objectsQuotaType,
 	limitRangeType,
 	roleBindingType,
 	networkPolicyType,
@@ -114,7 +116,20 @@ func (t *childType) ref(teamspace string) string {
 	return t.name(teamspace)
 }
 
-// childTypeByKey finds the declared type of an engine key.
+// childTypeKeys are the engine keys of the registry, each once, in
+// registry order: several types may share one (team-quota and team-objects
+// are both ResourceQuota.v1), the controller declares it once.
+func childTypeKeys() []string {
+	var keys []string
+	for _, t := range childTypes {
+		if !slices.Contains(keys, t.key) {
+			keys = append(keys, t.key)
+		}
+	}
+	return keys
+}
+
+// childTypeByKey finds the first declared type of an engine key.
 func childTypeByKey(key string) *childType {
 	for _, t := range childTypes {
 		if t.key == key {

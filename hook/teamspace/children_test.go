@@ -37,7 +37,8 @@ func TestChildTypesAreDeclared(t *testing.T) {
 	for _, c := range cc.Spec.ChildResources {
 		declared = append(declared, decl{c.APIVersion, c.Resource})
 	}
-	for _, ct := range childTypes {
+	for _, key := range childTypeKeys() {
+		ct := childTypeByKey(key)
 		gv, err := schema.ParseGroupVersion(ct.apiVersion)
 		if err != nil {
 			t.Fatalf("%s: %v", ct.kind, err)
@@ -76,9 +77,11 @@ func TestChildTypesRoundTrip(t *testing.T) {
 	specs := []string{
 		`{"pods": 4}`,
 		`{"pods": 3, "cpu": "0.5", "memory": "1Gi", "podSecurity": "restricted", "defaults": {"cpu": "100m"}}`,
+		`{"pods": 5, "ephemeralStorage": "10Gi", "objects": {"secrets": 20, "configmaps": 20, "resourcequotas": 2, "services.nodeports": 0}}`,
+		`{"pods": 5, "objects": {"services": 3}}`,
 		`{"pods": 50, "cpu": "7", "networkIsolation": false, "owners": [{"kind": "User", "name": "ann"}, {"kind": "ServiceAccount", "name": "ci", "namespace": "tools"}]}`,
 	}
-	other, err := ParseSpec([]byte(`{"pods": 9, "cpu": "3", "memory": "5Gi", "podSecurity": "privileged", "defaults": {"cpu": "1m", "memory": "1Mi"}, "owners": [{"kind": "Group", "name": "devs"}]}`))
+	other, err := ParseSpec([]byte(`{"pods": 9, "cpu": "3", "memory": "5Gi", "ephemeralStorage": "1Gi", "objects": {"secrets": 5}, "podSecurity": "privileged", "defaults": {"cpu": "1m", "memory": "1Mi"}, "owners": [{"kind": "Group", "name": "devs"}]}`))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -83,8 +83,9 @@ func (r *Request) remainingChildren() []string {
 		}
 		out = append(out, fmt.Sprintf("namespace %s (%s)", ns.Metadata.Name, state))
 	}
-	for _, t := range childTypes {
-		for _, key := range sortedKeys(r.Children[t.key]) {
+	for _, k := range childTypeKeys() {
+		t := childTypeByKey(k)
+		for _, key := range sortedKeys(r.Children[k]) {
 			if t == namespaceType && key == NamespaceName(r.Parent.Metadata.Name) {
 				continue
 			}

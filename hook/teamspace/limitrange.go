@@ -95,9 +95,10 @@ func overrideWithin(s string, total resource.Quantity, totalField string) (strin
 	return c, nil
 }
 
-// limitRangeType is team-defaults: a container defaultRequest only. No
-// default limit: a default limit below a request the user sets would make
-// the pod invalid.
+// limitRangeType is team-defaults: a container defaultRequest, and a
+// default limit only of ephemeral storage. No default limit of cpu or
+// memory: a default limit below a request the user sets would make the pod
+// invalid (for ephemeral storage that is the price of counting it).
 var limitRangeType = &childType{
 	apiVersion:      "v1",
 	kind:            "LimitRange",
@@ -111,10 +112,17 @@ var limitRangeType = &childType{
 		if spec.DefaultRequestMemory != "" {
 			req[corev1.ResourceMemory] = resource.MustParse(spec.DefaultRequestMemory)
 		}
-		return &corev1.LimitRange{Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{
-			Type:           corev1.LimitTypeContainer,
-			DefaultRequest: req,
-		}}}}
+		item := corev1.LimitRangeItem{Type: corev1.LimitTypeContainer, DefaultRequest: req}
+		// Ephemeral storage is counted only where a container states it
+		// (quota admission requires cpu and memory, nothing else): the
+		// default request and limit make every container count, and the
+		// limit is what the kubelet evicts at. Both are total / pods, so
+		// spec.pods default-sized pods fit team-objects exactly.
+		if e := spec.DefaultEphemeralStorage; e != "" {
+			req[corev1.ResourceEphemeralStorage] = resource.MustParse(e)
+			item.Default = corev1.ResourceList{corev1.ResourceEphemeralStorage: resource.MustParse(e)}
+		}
+		return &corev1.LimitRange{Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{item}}}
 	},
 	decode: func(o *Object) (object, error) {
 		lr := &corev1.LimitRange{}
@@ -130,6 +138,9 @@ var limitRangeType = &childType{
 		req := ", default request cpu=" + spec.DefaultRequestCPU
 		if spec.DefaultRequestMemory != "" {
 			req += ", memory=" + spec.DefaultRequestMemory
+		}
+		if spec.DefaultEphemeralStorage != "" {
+			req += ", ephemeral-storage=" + spec.DefaultEphemeralStorage + " (also its default limit)"
 		}
 		return req
 	},

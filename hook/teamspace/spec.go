@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
@@ -42,6 +43,14 @@ type Spec struct {
 	PodSecurity string
 	// NetworkIsolation asks for the isolation policy (networkpolicy.go).
 	NetworkIsolation bool
+	// EphemeralStorage is the namespace's total ephemeral storage, requests
+	// and limits alike (team-objects), "" when spec.ephemeralStorage is
+	// unset; DefaultEphemeralStorage is a container's default request and
+	// limit of it (the LimitRange), total / pods.
+	EphemeralStorage, DefaultEphemeralStorage string
+	// Objects are the object counts of team-objects by quota resource name
+	// (objects.go), nil when spec.objects is unset or empty.
+	Objects map[corev1.ResourceName]int64
 }
 
 // Pod Security levels of spec.podSecurity.
@@ -99,6 +108,12 @@ func ParseSpec(raw json.RawMessage) (Spec, error) {
 		problems = append(problems, "spec.networkIsolation "+err.Error())
 	}
 	spec.NetworkIsolation = iso
+	if err := parseEphemeralStorage(fields["ephemeralStorage"], &spec); err != nil {
+		problems = append(problems, "spec.ephemeralStorage "+err.Error())
+	}
+	objects, objectProblems := parseObjects(fields["objects"])
+	spec.Objects = objects
+	problems = append(problems, objectProblems...)
 	if len(problems) > 0 {
 		return Spec{}, &SpecError{problems}
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	_ "github.com/labhub/teamspace/tests/golden" // understands -update
+	corev1 "k8s.io/api/core/v1"
 )
 
 func TestCanonicalQuantity(t *testing.T) {
@@ -96,6 +97,27 @@ func TestParseSpec(t *testing.T) {
 				s.PodSecurity, s.NetworkIsolation = "restricted", false
 				return s
 			}()},
+		{name: "ephemeral storage", raw: `{"pods":4,"ephemeralStorage":"8Gi"}`, want: func() Spec {
+			s := seed("4", "1", "250m")
+			s.EphemeralStorage, s.DefaultEphemeralStorage = "8Gi", "2Gi"
+			return s
+		}()},
+		{name: "objects", raw: `{"pods":4,"objects":{"secrets":20,"configmaps":1,"resourcequotas":2,"services.nodeports":0}}`, want: func() Spec {
+			s := seed("4", "1", "250m")
+			s.Objects = map[corev1.ResourceName]int64{"secrets": 20, "configmaps": 1, "resourcequotas": 2, "services.nodeports": 0}
+			return s
+		}()},
+		{name: "objects empty is unset", raw: `{"pods":4,"objects":{}}`, want: seed("4", "1", "250m")},
+		{name: "objects unknown key", raw: `{"pods":4,"objects":{"deployments":3}}`, wantErr: []string{`spec.objects: "deployments" is not a count the quota keeps (want configmaps, persistentvolumeclaims`}},
+		{name: "objects negative", raw: `{"pods":4,"objects":{"secrets":-1}}`, wantErr: []string{"spec.objects.secrets must be an integer from 0 to 100000, got -1"}},
+		{name: "objects not an integer", raw: `{"pods":4,"objects":{"secrets":"3"}}`, wantErr: []string{`spec.objects.secrets must be an integer from 0 to 100000, got "3"`}},
+		{name: "objects fraction", raw: `{"pods":4,"objects":{"secrets":2.5}}`, wantErr: []string{"spec.objects.secrets must be an integer"}},
+		{name: "objects above the most", raw: `{"pods":4,"objects":{"secrets":100001}}`, wantErr: []string{"got 100001"}},
+		{name: "objects configmaps zero", raw: `{"pods":4,"objects":{"configmaps":0}}`, wantErr: []string{"spec.objects.configmaps must be at least 1 (the namespace holds ConfigMap kube-root-ca.crt"}},
+		{name: "objects one resourcequota", raw: `{"pods":4,"objects":{"resourcequotas":1}}`, wantErr: []string{"spec.objects.resourcequotas must be at least 2 (the namespace holds team-quota and team-objects)"}},
+		{name: "objects not an object", raw: `{"pods":4,"objects":[1]}`, wantErr: []string{"spec.objects must be an object of counts"}},
+		{name: "ephemeral storage zero", raw: `{"pods":4,"ephemeralStorage":"0"}`, wantErr: []string{`spec.ephemeralStorage "0" must be positive`}},
+		{name: "ephemeral storage not a string", raw: `{"pods":4,"ephemeralStorage":4}`, wantErr: []string{"spec.ephemeralStorage must be a quantity string"}},
 		{name: "owner kind unknown", raw: `{"pods":1,"owners":[{"kind":"Robot","name":"r"}]}`, wantErr: []string{"spec.owners[0].kind must be one of User, Group, ServiceAccount"}},
 		{name: "owner name empty", raw: `{"pods":1,"owners":[{"kind":"User","name":""}]}`, wantErr: []string{"spec.owners[0].name must not be empty"}},
 		{name: "service account without namespace", raw: `{"pods":1,"owners":[{"kind":"ServiceAccount","name":"ci"}]}`, wantErr: []string{"spec.owners[0].namespace is required"}},

@@ -140,8 +140,9 @@ func (r *Request) childProblems(spec Spec, wanted []wantedChild) (string, []stri
 		if !t.optional || asked[t] {
 			continue
 		}
-		for _, key := range sortedKeys(r.Children[t.key]) {
-			add(ReasonChildRemoving, fmt.Sprintf("%s %s is no longer asked for, deleting it", t.kind, key))
+		// By name: team-quota and team-objects share a type key.
+		if r.observed(t) != nil {
+			add(ReasonChildRemoving, fmt.Sprintf("%s %s is no longer asked for, deleting it", t.kind, t.ref(r.Parent.Metadata.Name)))
 		}
 	}
 	return reason, problems

@@ -45,11 +45,7 @@ func (r *Request) Validate() error {
 	for key, objs := range r.Children {
 		t := childTypeByKey(key)
 		if t == nil {
-			keys := make([]string, 0, len(childTypes))
-			for _, t := range childTypes {
-				keys = append(keys, t.key)
-			}
-			return badRequest("UnexpectedChild", "children of type %q are not managed by TeamSpace (want one of %s)", key, strings.Join(keys, ", "))
+			return badRequest("UnexpectedChild", "children of type %q are not managed by TeamSpace (want one of %s)", key, strings.Join(childTypeKeys(), ", "))
 		}
 		for name, o := range objs {
 			if o == nil || o.Kind != t.kind {

@@ -1,0 +1,199 @@
+package teamspace
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// ObjectsQuotaName is the second ResourceQuota of a team namespace: object
+// counts and ephemeral storage, asked for only when the spec sets them, so
+// that team-quota stays exactly what a seed-style spec had.
+const ObjectsQuotaName = "team-objects"
+
+// MaxObjectCount is the most of one kind spec.objects may name, as in
+// crd.yaml.
+const MaxObjectCount = 100000
+
+// Ephemeral storage keys of team-objects: requests and limits alike hold
+// spec.ephemeralStorage (the LimitRange gives every container both).
+const (
+	resourceRequestsEphemeral = corev1.ResourceRequestsEphemeralStorage
+	resourceLimitsEphemeral   = corev1.ResourceLimitsEphemeralStorage
+)
+
+// objectCounts are the keys spec.objects takes, each a quota resource name
+// (and so the key of team-objects' spec.hard), in message order, with the
+// fewest a namespace can live with: every namespace holds ConfigMap
+// kube-root-ca.crt (which every pod mounts) and, with spec.objects set,
+// both quotas. A lower count would refuse the cluster's own object, or
+// team-quota itself.
+var objectCounts = []struct {
+	name corev1.ResourceName
+	min  int64
+	why  string
+}{
+	{name: "configmaps", min: 1, why: "the namespace holds ConfigMap kube-root-ca.crt, which every pod mounts"},
+	{name: "persistentvolumeclaims"},
+	{name: "replicationcontrollers"},
+	{name: "resourcequotas", min: 2, why: "the namespace holds team-quota and team-objects"},
+	{name: "secrets"},
+	{name: "services"},
+	{name: "services.loadbalancers"},
+	{name: "services.nodeports"},
+}
+
+// objectsHardKeys are the keys the hook owns in team-objects' spec.hard.
+var objectsHardKeys = func() []corev1.ResourceName {
+	keys := []corev1.ResourceName{resourceRequestsEphemeral, resourceLimitsEphemeral}
+	for _, c := range objectCounts {
+		keys = append(keys, c.name)
+	}
+	return keys
+}()
+
+// parseObjects reads the optional spec.objects: nil when unset or empty.
+func parseObjects(raw json.RawMessage) (map[corev1.ResourceName]int64, []string) {
+	if raw == nil || string(raw) == "null" {
+		return nil, nil
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, []string{fmt.Sprintf("spec.objects must be an object of counts such as {\"secrets\": 20}, got %s", raw)}
+	}
+	var names []string
+	for _, c := range objectCounts {
+		names = append(names, string(c.name))
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	counts := map[corev1.ResourceName]int64{}
+	var problems []string
+	for _, k := range keys {
+		i := -1
+		for j, c := range objectCounts {
+			if string(c.name) == k {
+				i = j
+			}
+		}
+		if i < 0 {
+			problems = append(problems, fmt.Sprintf("spec.objects: %q is not a count the quota keeps (want %s)", k, strings.Join(names, ", ")))
+			continue
+		}
+		v := bytes.TrimSpace(m[k])
+		n, err := strconv.ParseInt(string(v), 10, 64)
+		if err != nil || n < 0 || n > MaxObjectCount {
+			problems = append(problems, fmt.Sprintf("spec.objects.%s must be an integer from 0 to %d, got %s", k, MaxObjectCount, v))
+			continue
+		}
+		if c := objectCounts[i]; n < c.min {
+			problems = append(problems, fmt.Sprintf("spec.objects.%s must be at least %d (%s), got %d", k, c.min, c.why, n))
+			continue
+		}
+		counts[objectCounts[i].name] = n
+	}
+	if len(problems) > 0 || len(counts) == 0 {
+		return nil, problems
+	}
+	return counts, nil
+}
+
+// parseEphemeralStorage reads the optional spec.ephemeralStorage and fills
+// spec's EphemeralStorage and its per-container default, total / pods.
+func parseEphemeralStorage(raw json.RawMessage, spec *Spec) error {
+	if raw == nil || string(raw) == "null" {
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return fmt.Errorf("must be a quantity string such as \"4Gi\", got %s", raw)
+	}
+	c, err := CanonicalQuantity(s)
+	if err != nil {
+		return err
+	}
+	spec.EphemeralStorage = c
+	if pods, err := strconv.ParseInt(spec.Pods, 10, 64); err == nil && pods > 0 {
+		spec.DefaultEphemeralStorage = share(resource.MustParse(c), pods, false)
+	}
+	return nil
+}
+
+// objectsHard is team-objects' spec.hard for a valid spec; nil when the
+// spec sets neither objects nor ephemeralStorage.
+func objectsHard(spec Spec) corev1.ResourceList {
+	if spec.EphemeralStorage == "" && len(spec.Objects) == 0 {
+		return nil
+	}
+	hard := corev1.ResourceList{}
+	if spec.EphemeralStorage != "" {
+		hard[resourceRequestsEphemeral] = resource.MustParse(spec.EphemeralStorage)
+		hard[resourceLimitsEphemeral] = resource.MustParse(spec.EphemeralStorage)
+	}
+	for k, n := range spec.Objects {
+		hard[k] = *resource.NewQuantity(n, resource.DecimalSI)
+	}
+	return hard
+}
+
+// describeObjectsHard prints team-objects' limits in a fixed order.
+func describeObjectsHard(hard corev1.ResourceList) string {
+	var parts []string
+	for _, k := range objectsHardKeys {
+		if v, ok := hard[k]; ok {
+			parts = append(parts, string(k)+"="+v.String())
+		}
+	}
+	if len(parts) == 0 {
+		return "no limits"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// objectsQuotaType is team-objects: ephemeral storage (requests and
+// limits) and object counts, each key only when the spec sets it. Like
+// team-quota, keys others add to spec.hard are theirs.
+var objectsQuotaType = &childType{
+	apiVersion:      "v1",
+	kind:            "ResourceQuota",
+	name:            func(string) string { return ObjectsQuotaName },
+	namespaced:      true,
+	optional:        true,
+	pendingReason:   ReasonQuotaPending,
+	outOfDateReason: ReasonQuotaOutOfDate,
+	newObject:       func() object { return &corev1.ResourceQuota{} },
+	build: func(_ string, spec Spec, _ *Object) object {
+		hard := objectsHard(spec)
+		if hard == nil {
+			return nil
+		}
+		return &corev1.ResourceQuota{Spec: corev1.ResourceQuotaSpec{Hard: hard}}
+	},
+	decode: quotaType.decode,
+	content: func(obj object) object {
+		hard := corev1.ResourceList{}
+		for _, k := range objectsHardKeys {
+			if v, ok := obj.(*corev1.ResourceQuota).Spec.Hard[k]; ok {
+				hard[k] = v
+			}
+		}
+		return &corev1.ResourceQuota{Spec: corev1.ResourceQuotaSpec{Hard: hard}}
+	},
+	describe: func(obj object) string { return describeObjectsHard(obj.(*corev1.ResourceQuota).Spec.Hard) },
+	noun:     "quota",
+	ready: func(_ string, spec Spec) string {
+		if hard := objectsHard(spec); hard != nil {
+			return " and " + describeObjectsHard(hard)
+		}
+		return ""
+	},
+}
