@@ -47,7 +47,7 @@ func BenchmarkAdmission(b *testing.B) {
 	mustKubectl(b, "", "create", "clusterrolebinding", requester, "--clusterrole=teamspace-requester", "--user="+requester)
 	b.Cleanup(func() { _, _ = kubectl(b, "", "delete", "clusterrolebinding", requester) })
 	if !eventually(30*time.Second, 100*time.Millisecond, func() bool {
-		return probe(b, as(requester), map[string]any{"pods": 1, "memory": "1Gi"}) == nil
+		return probe(b, as(requester), with(within(), "pods", 1)) == nil
 	}) {
 		b.Fatalf("requester %s cannot create a TeamSpace 30s after its binding", requester)
 	}
@@ -56,10 +56,14 @@ func BenchmarkAdmission(b *testing.B) {
 	asRequester := dynamic.NewForConfigOrDie(rcfg).Resource(teamSpaces)
 	ctx := context.Background()
 	name := "bench-admission-" + suffix(b, 6)
+	objects := map[string]any{} // within()'s, as unstructured holds numbers
+	for k, v := range shippedDefaultObjects {
+		objects[k] = int64(v.(int))
+	}
 	obj := func(n string) *unstructured.Unstructured {
 		return &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": groupVersion, "kind": "TeamSpace",
-			"metadata": map[string]any{"name": n}, "spec": map[string]any{"pods": int64(1), "memory": "1Gi"},
+			"metadata": map[string]any{"name": n}, "spec": map[string]any{"pods": int64(1), "memory": "1Gi", "ephemeralStorage": "1Gi", "objects": objects},
 		}}
 	}
 	if _, err := dyn.Create(ctx, obj(name), metav1.CreateOptions{}); err != nil {

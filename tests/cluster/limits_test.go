@@ -62,7 +62,7 @@ func resetLimitsConfig(t testing.TB) {
 	t.Helper()
 	mustKubectl(t, "", "apply", "-f", deployFile(t, "limits-config.yaml"))
 	setLimit(t, "exemptGroups", platformGroup)
-	atLimits := map[string]any{"pods": 10, "cpu": "4", "memory": "8Gi"}
+	atLimits := atTheLimits()
 	above := with(atLimits, "pods", 11)
 	if !eventually(10*time.Second, 100*time.Millisecond, func() bool {
 		return probe(t, as(limitsProbeUser), atLimits) == nil &&
@@ -178,9 +178,16 @@ func aboveAll() map[string]any {
 	return map[string]any{"pods": 50, "cpu": "100000", "memory": "100Ti", "podSecurity": "privileged", "networkIsolation": false}
 }
 
-// within is a spec a requester may have under the shipped limits.
+// within is a spec a requester may have under the shipped limits: every
+// field a maximum bounds is set (as without the defaults of
+// requested-by.yaml, on Kubernetes 1.35, a requester must).
 func within() map[string]any {
-	return map[string]any{"pods": 2, "cpu": "500m", "memory": "1Gi"}
+	return map[string]any{"pods": 2, "cpu": "500m", "memory": "1Gi", "ephemeralStorage": "1Gi", "objects": shippedDefaultObjects}
+}
+
+// atTheLimits is a spec at every shipped maximum.
+func atTheLimits() map[string]any {
+	return map[string]any{"pods": 10, "cpu": "4", "memory": "8Gi", "ephemeralStorage": "20Gi", "objects": shippedMaxObjects}
 }
 
 func with(spec map[string]any, kv ...any) map[string]any {
@@ -247,9 +254,9 @@ func TestLimitsRequester(t *testing.T) {
 		spec map[string]any
 	}{
 		{"within", within()},
-		{"at-the-limits", map[string]any{"pods": 10, "cpu": "4", "memory": "8Gi", "podSecurity": "restricted", "networkIsolation": true}},
-		{"same-quantities-spelled-otherwise", map[string]any{"pods": 10, "cpu": "4000m", "memory": "8192Mi"}},
-		{"defaults", map[string]any{"pods": 1, "memory": "512Mi"}},
+		{"at-the-limits", with(atTheLimits(), "podSecurity", "restricted", "networkIsolation", true)},
+		{"same-quantities-spelled-otherwise", with(atTheLimits(), "cpu", "4000m", "memory", "8192Mi", "ephemeralStorage", "20480Mi")},
+		{"defaults", with(within(), "pods", 1, "cpu", nil, "memory", "512Mi")},
 	}
 	for _, c := range admitted {
 		t.Run("admitted/"+c.name, func(t *testing.T) {
@@ -398,14 +405,14 @@ func TestLimitsEscalation(t *testing.T) {
 	}
 
 	attack := "lim-atk-" + s
-	wantLimitRefusal(t, "requester's privileged TeamSpace", createAs(t, as(user), attack, map[string]any{"pods": 3, "memory": "1Gi", "podSecurity": "privileged", "owners": owners}),
+	wantLimitRefusal(t, "requester's privileged TeamSpace", createAs(t, as(user), attack, with(within(), "pods", 3, "podSecurity", "privileged", "owners", owners)),
 		`spec.podSecurity: "privileged" is not allowed`)
 	if _, found := getObject(t, "namespace", "team-"+attack); found {
 		t.Errorf("namespace team-%s exists after the refusal", attack)
 	}
 
 	own := "lim-own-" + s
-	if err := createAs(t, as(user), own, map[string]any{"pods": 3, "memory": "1Gi", "owners": owners}); err != nil {
+	if err := createAs(t, as(user), own, with(within(), "pods", 3, "owners", owners)); err != nil {
 		t.Fatalf("requester's baseline TeamSpace: %v", err)
 	}
 	engineStandIn(t, own)
@@ -463,7 +470,13 @@ func engineStandIn(t *testing.T, name string) {
 				children["ClusterRole.rbac.authorization.k8s.io/v1"] = map[string]json.RawMessage{role: json.RawMessage(out)}
 			}
 		}
-		body, _ := json.Marshal(map[string]any{"parent": json.RawMessage(parent), "children": children})
+		// The limits ConfigMap, as customize asks for it: a requester's
+		// TeamSpace gets nothing new without it (its allowance).
+		related := map[string]any{}
+		if out, err := kubectl(t, "", "-n", limitsNamespace, "get", "configmap", limitsConfigMap, "-o", "json"); err == nil {
+			related["ConfigMap.v1"] = map[string]json.RawMessage{limitsNamespace + "/" + limitsConfigMap: json.RawMessage(out)}
+		}
+		body, _ := json.Marshal(map[string]any{"parent": json.RawMessage(parent), "children": children, "related": related})
 		var r teamspace.Request
 		if err := json.Unmarshal(body, &r); err != nil {
 			t.Fatal(err)
@@ -516,6 +529,11 @@ func TestLimitsConfigBroken(t *testing.T) {
 		{"maxPodsPerRequester", "ten", `key maxPodsPerRequester is "ten", not a whole number`},
 		{"maxCPUPerRequester", "lots", `key maxCPUPerRequester is "lots", not a quantity`},
 		{"maxMemoryPerRequester", "16 GB", `key maxMemoryPerRequester is "16 GB", not a quantity`},
+		// Ephemeral storage and object counts (optional keys).
+		{"defaultEphemeralStorage", "lots", `key defaultEphemeralStorage is "lots", not a quantity`},
+		{"maxEphemeralStorage", "20 GB", `key maxEphemeralStorage is "20 GB", not a quantity`},
+		{"defaultObjects", "secrets=ten", `key defaultObjects is "secrets=ten", not a comma-separated list of <kind>=<count> of configmaps,`},
+		{"maxObjects", "secrets=20,deployments=3", `key maxObjects is "secrets=20,deployments=3", not a comma-separated list`},
 	}
 	for i, c := range broken {
 		t.Run(fmt.Sprintf("%s=%q", c.key, c.value), func(t *testing.T) {
@@ -531,6 +549,20 @@ func TestLimitsConfigBroken(t *testing.T) {
 			wantAccepted(t, "a metadata write", err)
 		})
 	}
+	// A key TeamSpace does not know is a typo until said otherwise: the
+	// limit meant is not applied.
+	t.Run("unknown key", func(t *testing.T) {
+		t.Cleanup(func() {
+			mustKubectl(t, "", "-n", limitsNamespace, "patch", "configmap", limitsConfigMap, "--type=json", "-p", `[{"op":"remove","path":"/data/maxPod"}]`)
+			resetLimitsConfig(t)
+		})
+		setLimit(t, "maxPod", "3")
+		settled(t, within(), "key maxPod is not one TeamSpace knows")
+		wantLimitRefusal(t, "requester", createAs(t, req, "lim-unknown-"+s, within()), limitsSource+": key maxPod is not one TeamSpace knows (maxPods, ")
+		if err := createAs(t, platform, "lim-unknown-x-"+s, big); err != nil {
+			t.Errorf("exempt user refused: %v", err)
+		}
+	})
 	// A key removed is as broken as a bad value.
 	t.Run("key missing", func(t *testing.T) {
 		t.Cleanup(func() { resetLimitsConfig(t) })

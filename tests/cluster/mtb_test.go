@@ -18,9 +18,12 @@ import (
 // allowed), with every shipped policy. Written from the checks' audits,
 // not their code.
 //
-// Not here yet (README "Multi-Tenancy Benchmarks"): MTB-PL1-CC-FNS-1 and
-// MTB-PL1-CC-FNS-2 (the quota bounds no ephemeral storage and no object
-// counts) and MTB-PL1-CC-DI-1 (always pulling images is not an option).
+// Tenant A's TeamSpace is a requester's, so that it has what the
+// platform's defaults give (requested-by.yaml: memory, ephemeral storage,
+// object counts). The two checks that are platform choices run with the
+// option on and off: MTB-PL1-CC-DI-1 (key alwaysPullImages) and
+// restricted as the only Pod Security level (key podSecurityLevels, which
+// MTB-PL1-BC-CPI-3 and -4 need).
 
 // accessReviews asks the API server, in one kubectl call, whether user may
 // do each verb on each resource (namespace "" for cluster scope), and
@@ -101,8 +104,11 @@ func TestMultiTenancyBenchmarks(t *testing.T) {
 	s := suffix(t, 6)
 	ownerA, ownerB := "tenant-a-"+s, "tenant-b-"+s
 	a, b := "mtb-a-"+s, "mtb-b-"+s
+	installRequestedBy(t)
+	requester := "mtb-requester-" + s
+	bindRole(t, "teamspace-requester", "User", requester)
 	restricted := with(within(), "podSecurity", "restricted")
-	createOwned(t, a, ownedBy(restricted, ownerA))
+	createOwnedAs(t, as(requester), a, ownedBy(restricted, ownerA))
 	createOwned(t, b, ownedBy(restricted, ownerB))
 	nsA, nsB := teamspace.NamespaceName(a), teamspace.NamespaceName(b)
 	createPod := func(manifest string) error { return dryRunCreate(t, as(ownerA), nsA, manifest) }
@@ -209,6 +215,77 @@ func TestMultiTenancyBenchmarks(t *testing.T) {
 		err := dryRunCreate(t, as(ownerA), nsA, serviceJSON("np", "NodePort"))
 		if err == nil || !strings.Contains(err.Error(), "teamspace-services") {
 			t.Errorf("tenant A's NodePort Service: %v, want refused", err)
+		}
+	})
+	// The quota as the owner reads it: every key of every quota in the
+	// namespace.
+	quotaKeys := func(t *testing.T) string {
+		t.Helper()
+		return mustKubectl(t, "", append(as(ownerA), "-n", nsA, "get", "resourcequotas", "-o", "jsonpath={.items[*].spec.hard}")...)
+	}
+	t.Run("MTB-PL1-CC-FNS-1 configure namespace resource quotas", func(t *testing.T) {
+		keys := quotaKeys(t)
+		for _, r := range []string{"requests.cpu", "requests.memory", "requests.ephemeral-storage", "limits.ephemeral-storage"} {
+			if !strings.Contains(keys, `"`+r+`"`) {
+				t.Errorf("no quota of %s bounds %s: %s", nsA, r, keys)
+			}
+		}
+	})
+	t.Run("MTB-PL1-CC-FNS-2 configure namespace object limits", func(t *testing.T) {
+		keys := quotaKeys(t)
+		for _, r := range []string{"pods", "services", "replicationcontrollers", "resourcequotas", "secrets", "configmaps", "persistentvolumeclaims", "services.nodeports", "services.loadbalancers"} {
+			if !strings.Contains(keys, `"`+r+`"`) {
+				t.Errorf("no quota of %s counts %s: %s", nsA, r, keys)
+			}
+		}
+	})
+	t.Run("MTB-PL1-CC-DI-1 require always pull image", func(t *testing.T) {
+		never := func(_, c map[string]any) { c["imagePullPolicy"] = "Never" }
+		if err := createPod(restrictedPod("p", never)); err != nil {
+			t.Errorf("alwaysPullImages \"false\" (shipped): tenant A's pod with imagePullPolicy Never: %v, want admitted", err)
+		}
+		t.Cleanup(func() { resetLimitsConfig(t) })
+		setLimit(t, "alwaysPullImages", "true")
+		var err error
+		if !eventually(10*time.Second, 100*time.Millisecond, func() bool { err = createPod(restrictedPod("p", never)); return err != nil }) {
+			t.Fatal("alwaysPullImages \"true\": tenant A's pod with imagePullPolicy Never is admitted")
+		}
+		if !strings.Contains(err.Error(), "container c (Never) must pull its image every time") {
+			t.Errorf("the refusal does not say which container and what to set: %v", err)
+		}
+		refusedPod(t, "imagePullPolicy IfNotPresent on an init container", func(p, c map[string]any) {
+			c["imagePullPolicy"] = "Always"
+			p["initContainers"] = []any{map[string]any{"name": "init", "image": "registry.invalid/init:1", "imagePullPolicy": "IfNotPresent",
+				"securityContext": c["securityContext"]}}
+		}, "container init (IfNotPresent)")
+		if err := createPod(restrictedPod("p", func(_, c map[string]any) { c["imagePullPolicy"] = "Always" })); err != nil {
+			t.Errorf("alwaysPullImages \"true\": tenant A's pod that pulls every time: %v, want admitted", err)
+		}
+		bindRole(t, "edit", "Group", platformGroup)
+		if err := dryRunCreate(t, as("platform-"+s, platformGroup), nsA, restrictedPod("p", never)); err != nil {
+			t.Errorf("an exempt user's pod with Never: %v, want admitted", err)
+		}
+		setLimit(t, "alwaysPullImages", "yes")
+		if !eventually(10*time.Second, 100*time.Millisecond, func() bool {
+			err = createPod(restrictedPod("p", func(_, c map[string]any) { c["imagePullPolicy"] = "Always" }))
+			return err != nil
+		}) || !strings.Contains(err.Error(), `key alwaysPullImages of ConfigMap teamspace-system/teamspace-limits is "yes", not "true" or "false"`) {
+			t.Errorf("alwaysPullImages \"yes\": %v, want every pod refused naming the key", err)
+		}
+	})
+	t.Run("MTB-PL1-BC-CPI-4 with restricted the only level", func(t *testing.T) {
+		// Shipped, a requester may ask for baseline, where a root pod runs
+		// (CPI-3 and -4 fail there); with podSecurityLevels "restricted"
+		// every requester's namespace is restricted.
+		baseline := with(within(), "podSecurity", "baseline")
+		if err := probe(t, as(requester), baseline); err != nil {
+			t.Errorf("podSecurityLevels shipped: a requester's baseline TeamSpace: %v, want admitted", err)
+		}
+		t.Cleanup(func() { resetLimitsConfig(t) })
+		setLimit(t, "podSecurityLevels", "restricted")
+		settled(t, baseline, `spec.podSecurity: "baseline" is not allowed; the platform allows restricted`)
+		if err := probe(t, as(requester), restricted); err != nil {
+			t.Errorf("podSecurityLevels restricted: a requester's restricted TeamSpace: %v, want admitted", err)
 		}
 	})
 	t.Run("MTB-PL2-BC-OPS-3 create role bindings", func(t *testing.T) {

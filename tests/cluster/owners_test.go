@@ -30,7 +30,14 @@ func installOwnerAccess(t *testing.T) {
 // binding are removed when the test ends.
 func createOwned(t *testing.T, name string, spec map[string]any) {
 	t.Helper()
-	if err := createAs(t, nil, name, spec); err != nil {
+	createOwnedAs(t, nil, name, spec)
+}
+
+// createOwnedAs is createOwned with the TeamSpace created as who (a
+// requester's gets the platform's defaults from requested-by.yaml).
+func createOwnedAs(t *testing.T, who []string, name string, spec map[string]any) {
+	t.Helper()
+	if err := createAs(t, who, name, spec); err != nil {
 		t.Fatal(err)
 	}
 	deleteOnCleanup(t, "clusterrole", teamspace.OwnerAccessName(name))
