@@ -83,8 +83,19 @@ func stepRequesterAllowance(t *testing.T, w *walk) {
 	create("rhea-1", 2)
 	create("rhea-2", 2)
 	create("rhea-3", 1)
-	says("rhea-1", "Ready")
+	ready := says("rhea-1", "Ready")
 	says("rhea-2", "Ready")
+	// A requester's TeamSpace has the platform's defaults (issue #41, item
+	// 3): the engine makes team-objects beside team-quota.
+	q, err := w.kube.CoreV1().ResourceQuotas("team-rhea-1").Get(w.ctx, "team-objects", metav1.GetOptions{})
+	if err != nil {
+		t.Errorf("team-rhea-1/team-objects: %v", err)
+	} else if secrets, storage := q.Spec.Hard["secrets"], q.Spec.Hard["requests.ephemeral-storage"]; secrets.String() != "50" || storage.String() != "4Gi" {
+		t.Errorf("team-rhea-1/team-objects hard = %v, want the shipped defaults (secrets 50, requests.ephemeral-storage 4Gi)", q.Spec.Hard)
+	}
+	if !strings.Contains(ready, "secrets=50") || !strings.Contains(ready, "ephemeral-storage=2Gi (also its default limit)") {
+		t.Errorf("rhea-1's Ready message %q: want team-objects' counts and the ephemeral default (4Gi / 2 pods)", ready)
+	}
 	msg := says("rhea-3", "RequesterAllowanceExceeded")
 	if !strings.Contains(msg, "TeamSpaces 3 > 2 (key maxTeamSpacesPerRequester)") || !strings.Contains(msg, "TeamSpaces 2, pods 4") {
 		t.Errorf("rhea-3's message %q: want the totals and the key", msg)
