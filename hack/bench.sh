@@ -71,6 +71,15 @@ source "$hack/lib.sh"
 
 BENCHSTAT=golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
 
+# Every step named is known before anything is made (--help makes nothing).
+for s in "$@"; do
+	case $s in
+	all | machine | micro | http | e2e | fleet | failover) ;;
+	-h | --help) usage; exit 0 ;;
+	*) die "unknown step $s (see --help)" ;;
+	esac
+done
+
 out=${BENCH_OUT:-$repo/bench-results/$(date -u +%Y%m%dT%H%M%SZ)}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
@@ -480,9 +489,7 @@ steps=("$@")
 for s in "${steps[@]}"; do
 	case $s in
 	all) machine; micro; http; e2e ;;
-	machine | micro | http | e2e | fleet | failover) "$s" ;;
-	-h | --help) usage; exit 0 ;;
-	*) die "unknown step $s (see --help)" ;;
+	*) "$s" ;;
 	esac
 done
 say "results in $out"

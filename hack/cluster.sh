@@ -88,10 +88,11 @@ cmd_up() {
 main() {
 	[[ $# -eq 1 ]] || { usage >&2; exit 2; }
 	case "$1" in
+	-h | --help) usage ;;
 	up) cmd_up ;;
 	down) cmd_down ;;
 	env) cmd_env ;;
-	*) usage >&2; exit 2 ;;
+	*) die "unknown command '$1' (see --help)" ;;
 	esac
 }
 

@@ -8,6 +8,7 @@ set -euo pipefail
 prog=down.sh
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+no_args "$@"
 
 "$TEAMSPACE_HACK_DIR/up.sh" stop
 say "control plane: hack/cluster.sh down"

@@ -25,6 +25,11 @@ KINE_BIN="${TEAMSPACE_CACHE}/kine-${KINE_VERSION}/bin/kine"
 VERSITYGW_VERSION="${VERSITYGW_VERSION:-v1.8.0}"
 VERSITYGW_BIN="${TEAMSPACE_CACHE}/versitygw-${VERSITYGW_VERSION}/bin/versitygw"
 
+# The Go linter of hack/test.sh's verify step (honnef.co/go/tools), pinned
+# like every tool here: a new release may find new things.
+STATICCHECK_VERSION="${STATICCHECK_VERSION:-v0.8.2}"
+STATICCHECK_BIN="${TEAMSPACE_CACHE}/staticcheck-${STATICCHECK_VERSION}/bin/staticcheck"
+
 # The Metacontroller release the project runs and is tested with: the one
 # place it is pinned (hack/deploy/install.sh's default CRDs, the test
 # engine ensure_metacontroller builds, hack/bench.sh's machine.txt).
@@ -74,6 +79,13 @@ other_arg() {
 	-h | --help) usage; exit 0 ;;
 	*) die "unknown argument '$1' (see --help)" ;;
 	esac
+}
+
+# no_args is the argument handling of a script that takes none: -h/--help
+# prints the usage, anything else is refused in one line.
+no_args() {
+	(($# == 0)) || other_arg "$1"
+	(($# <= 1)) || die "unknown argument '$2' (see --help)"
 }
 
 # one_line joins lines with ", ".
@@ -254,6 +266,13 @@ ensure_kine() {
 	[[ -x "${KINE_BIN}" ]] && return 0
 	command -v gcc >/dev/null || apt_install gcc libc6-dev
 	go_install_cached "${KINE_BIN%/bin/kine}" "github.com/k3s-io/kine@${KINE_VERSION}" 1
+}
+
+# ensure_staticcheck builds staticcheck into STATICCHECK_BIN unless it is
+# there (about a minute on 2 cores, once).
+ensure_staticcheck() {
+	[[ -x "${STATICCHECK_BIN}" ]] && return 0
+	go_install_cached "${STATICCHECK_BIN%/bin/staticcheck}" "honnef.co/go/tools/cmd/staticcheck@${STATICCHECK_VERSION}" 0
 }
 
 # ensure_versitygw builds Versity's S3 gateway (Apache-2.0; its posix

@@ -13,6 +13,12 @@ set -euo pipefail
 
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+for arg in "$@"; do
+	case "${arg}" in
+	-h | --help) usage; exit 0 ;;
+	-*) die "unknown option '${arg}' (see --help)" ;;
+	esac
+done
 cd "${TEAMSPACE_ROOT}"
 
 # GREMLINS_VERSION is pinned: mutant sets and counts change between versions.

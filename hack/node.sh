@@ -214,6 +214,7 @@ stop() {
 }
 
 main() {
+	case "${1:-}" in -h | --help) usage; return 0 ;; esac
 	[[ "$(id -u)" == 0 ]] || die "hack/node.sh needs root (systemd-nspawn)"
 	local cmd="${1:-}"
 	shift || true
@@ -231,7 +232,7 @@ main() {
 		stop
 		rm -rf "${STATE}"
 		;;
-	*) die "usage: hack/node.sh up|exec CMD...|stop|down|tree" ;;
+	*) die "unknown command '${cmd}'; usage: hack/node.sh up|exec CMD...|stop|down|tree (see --help)" ;;
 	esac
 }
 

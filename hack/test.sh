@@ -3,8 +3,10 @@
 # that has only Go and git (CI's .ci/run calls it):
 #
 #   hack/test.sh
+#   hack/test.sh --help
 #
-# It vets the code, builds what is missing into the cache every later run
+# It first checks what needs no build (gofmt, staticcheck, shellcheck:
+# seconds, so that a slip fails before anything is built), vets the code, builds what is missing into the cache every later run
 # reuses (Metacontroller, the engine, ~4 minutes on 2 cores; Kubernetes ~10;
 # kine ~5) and runs every Go test of the root module, the engine tests on
 # the real engine; the cluster test packages start private control planes
@@ -31,6 +33,31 @@ cd "${TEAMSPACE_ROOT}"
 
 step() {
 	say "$(date +%H:%M:%S) ==> $*"
+}
+
+# verify runs the checks that need nothing built but the linter: gofmt and
+# staticcheck (STATICCHECK_VERSION, built once into the cache) over both Go
+# modules, shellcheck (all severities, following sourced files) over every
+# script. Files are what git tracks or would track: nothing ignored, no
+# cache.
+verify() {
+	local files=() bad f
+	step "verify: gofmt"
+	mapfile -t files < <(git ls-files --cached --others --exclude-standard -- '*.go')
+	bad="$(gofmt -l "${files[@]}")"
+	[[ -z ${bad} ]] || die "gofmt: not formatted (gofmt -w them): $(one_line <<<"${bad}")"
+	step "verify: staticcheck ${STATICCHECK_VERSION}"
+	ensure_staticcheck
+	"${STATICCHECK_BIN}" ./...
+	(cd hack && "${STATICCHECK_BIN}" ./...)
+	step "verify: shellcheck"
+	files=()
+	while IFS= read -r f; do
+		[[ -f ${f} ]] && files+=("${f}") # deleted from the work tree: gone
+	done < <(git ls-files --cached --others --exclude-standard -- '*.sh')
+	files+=(.ci/run)
+	# From the top directory, so that `# shellcheck source=hack/...` resolves.
+	shellcheck --external-sources --format=gcc "${files[@]}"
 }
 
 go_vet() {
@@ -70,7 +97,7 @@ no_engine_warning() {
 		sed -E 's/^testenv\.NeedEngine\(t, "(.*)"$/  skipped: \1/; s/^testenv\.Engine\(t, "(.*)"$/  in part: \1/' | sort -u >&2
 }
 
-# tools installs what the checks call: shellcheck for every script,
+# tools installs what the checks call: shellcheck for every script (verify),
 # systemd-analyze for the unit files.
 tools() {
 	local pkgs=()
@@ -140,10 +167,12 @@ s3_server() {
 }
 
 main() {
+	no_args "$@"
 	local start="${SECONDS}"
+	tools
+	verify
 	engine
 	go_vet
-	tools
 	s3_server
 	hook_tests
 	control_plane_binaries

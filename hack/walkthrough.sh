@@ -22,6 +22,7 @@ set -euo pipefail
 prog=walkthrough.sh
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+no_args "$@"
 repo=$TEAMSPACE_ROOT
 
 if [[ -z ${KUBECONFIG:-} || -z ${TEAMSPACE_HOOK_URL:-} || -z ${TEAMSPACE_COMPOSITECONTROLLER:-} ]]; then

@@ -2,7 +2,8 @@
 // CompositeController: POST /sync, /finalize and /customize, GET /healthz and
 // /readyz and /metrics. It keeps no state; finalize writes one record per
 // deleted TeamSpace into --archive-dir, or into an S3-compatible bucket
-// (--archive-s3-*).
+// (--archive-s3-*). `teamspace-hook archive list` with the same flags
+// lists those records (archivecmd.go).
 package main
 
 import (
@@ -51,15 +52,7 @@ func parseFlags(args []string) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("teamspace-hook", flag.ContinueOnError)
 	fs.StringVar(&o.listenAddress, "listen-address", "127.0.0.1:8080", "address to serve on; plain HTTP belongs on loopback")
-	fs.StringVar(&o.archiveDir, "archive-dir", "./archive", "directory for the records of deleted TeamSpaces (created if missing at start-up)")
-	fs.StringVar(&o.s3.Endpoint, "archive-s3-endpoint", "", "store records in this S3-compatible store instead of --archive-dir: https://host[:port] (http:// on loopback only)")
-	fs.StringVar(&o.s3.Bucket, "archive-s3-bucket", "", "the bucket of --archive-s3-endpoint (it must exist)")
-	fs.StringVar(&o.s3.Folder, "archive-s3-folder", "", "key prefix of the records in the bucket")
-	fs.StringVar(&o.s3.Region, "archive-s3-region", "", "the bucket's region (empty: ask the store)")
-	fs.StringVar(&o.s3.AccessKeyFile, "archive-s3-access-key-file", "", "file holding the access key")
-	fs.StringVar(&o.s3.SecretKeyFile, "archive-s3-secret-key-file", "", "file holding the secret key")
-	fs.StringVar(&o.s3.CAFile, "archive-s3-ca-file", "", "PEM bundle trusted for the endpoint's certificate, beside the system's")
-	fs.DurationVar(&o.s3.Timeout, "archive-s3-timeout", archive.DefaultS3Timeout, "bound on every request to the store")
+	registerArchiveFlags(fs, &o)
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error (debug logs every request)")
 	fs.Int64Var(&o.maxRequestBytes, "max-request-bytes", server.DefaultMaxRequestBytes, "largest request body accepted")
 	fs.StringVar(&o.tlsCertFile, "tls-cert-file", "", "serve HTTPS with this certificate (reloaded when it changes)")
@@ -72,6 +65,26 @@ func parseFlags(args []string) (options, error) {
 	if (o.tlsCertFile == "") != (o.tlsKeyFile == "") {
 		return o, errors.New("--tls-cert-file and --tls-key-file go together")
 	}
+	return o, checkArchiveFlags(fs, &o)
+}
+
+// registerArchiveFlags defines the --archive-* flags: the server stores
+// records where they say, `archive list` reads them from there.
+func registerArchiveFlags(fs *flag.FlagSet, o *options) {
+	fs.StringVar(&o.archiveDir, "archive-dir", "./archive", "directory for the records of deleted TeamSpaces (created if missing at start-up)")
+	fs.StringVar(&o.s3.Endpoint, "archive-s3-endpoint", "", "store records in this S3-compatible store instead of --archive-dir: https://host[:port] (http:// on loopback only)")
+	fs.StringVar(&o.s3.Bucket, "archive-s3-bucket", "", "the bucket of --archive-s3-endpoint (it must exist)")
+	fs.StringVar(&o.s3.Folder, "archive-s3-folder", "", "key prefix of the records in the bucket")
+	fs.StringVar(&o.s3.Region, "archive-s3-region", "", "the bucket's region (empty: ask the store)")
+	fs.StringVar(&o.s3.AccessKeyFile, "archive-s3-access-key-file", "", "file holding the access key")
+	fs.StringVar(&o.s3.SecretKeyFile, "archive-s3-secret-key-file", "", "file holding the secret key")
+	fs.StringVar(&o.s3.CAFile, "archive-s3-ca-file", "", "PEM bundle trusted for the endpoint's certificate, beside the system's")
+	fs.DurationVar(&o.s3.Timeout, "archive-s3-timeout", archive.DefaultS3Timeout, "bound on every request to the store")
+}
+
+// checkArchiveFlags refuses, once fs is parsed, S3 settings without an
+// endpoint (they would be ignored) and both places at once.
+func checkArchiveFlags(fs *flag.FlagSet, o *options) error {
 	var s3Flags []string
 	fs.Visit(func(f *flag.Flag) {
 		switch {
@@ -82,15 +95,18 @@ func parseFlags(args []string) (options, error) {
 		}
 	})
 	if o.s3.Endpoint == "" && len(s3Flags) > 0 {
-		return o, fmt.Errorf("%s without --archive-s3-endpoint: records would go to --archive-dir", strings.Join(s3Flags, ", "))
+		return fmt.Errorf("%s without --archive-s3-endpoint: records would go to --archive-dir", strings.Join(s3Flags, ", "))
 	}
 	if o.s3.Endpoint != "" && o.archiveDirSet {
-		return o, errors.New("--archive-dir and --archive-s3-endpoint exclude each other: records go to one place")
+		return errors.New("--archive-dir and --archive-s3-endpoint exclude each other: records go to one place")
 	}
-	return o, nil
+	return nil
 }
 
 func run(args []string) error {
+	if len(args) > 0 && args[0] == "archive" {
+		return runArchive(args[1:], os.Stdout)
+	}
 	o, err := parseFlags(args)
 	if err != nil {
 		return err

@@ -15,7 +15,8 @@
 #                    deletionTimestamp, else the file's mtime), oldest first,
 #                    from the archive directory or, given the hook's
 #                    --archive-s3-* settings, from the bucket (FILE is then
-#                    the object's name in the folder).
+#                    the object's name in the folder): the hook binary's
+#                    `teamspace-hook archive list`, with the same flags.
 #                    A file that is not a record is listed as (unreadable).
 # A missing, empty or unreadable archive directory, or a bucket that cannot
 # be read, is reported in one line; the report goes on. It changes nothing.
@@ -26,15 +27,16 @@
 #   --archive-s3-endpoint URL, --archive-s3-bucket NAME, --archive-s3-folder F,
 #   --archive-s3-region R, --archive-s3-access-key-file FILE,
 #   --archive-s3-secret-key-file FILE, --archive-s3-ca-file FILE
+#   --archive-s3-timeout D
 #                        read the records from the hook's bucket instead (the
-#                        hook's flags, same values; needs curl 7.75+ for SigV4;
-#                        a CA file replaces the system's roots for curl)
+#                        hook's flags, same values)
 #   --kubeconfig FILE    kubeconfig to use (default $KUBECONFIG, else
 #                        /etc/rancher/k3s/k3s.yaml when readable, else kubectl's
 #                        own default)
 #   -h, --help
 # Environment: KUBECONFIG, TEAMSPACE_ARCHIVE_DIR (as --archive-dir; hack/up.sh
-# sets it), DESTDIR, KUBECTL.
+# sets it), DESTDIR, KUBECTL, HOOK_BIN (the teamspace-hook that lists the
+# archive; default: the installed one, else one built from this checkout).
 # Exits 1 with a one-line error when the API server cannot be reached.
 set -euo pipefail
 export LC_ALL=C
@@ -44,7 +46,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 archive_dir=${TEAMSPACE_ARCHIVE_DIR:-}
 kubeconfig=""
-s3_endpoint="" s3_bucket="" s3_folder="" s3_region="" s3_access_file="" s3_secret_file="" s3_ca_file=""
+s3_flags=()
 while (($# > 0)); do
 	case $1 in
 	--archive-dir=*) archive_dir=${1#*=} ;;
@@ -53,13 +55,7 @@ while (($# > 0)); do
 		archive_dir=$2
 		shift
 		;;
-	--archive-s3-endpoint=*) s3_endpoint=${1#*=} ;;
-	--archive-s3-bucket=*) s3_bucket=${1#*=} ;;
-	--archive-s3-folder=*) s3_folder=${1#*=} ;;
-	--archive-s3-region=*) s3_region=${1#*=} ;;
-	--archive-s3-access-key-file=*) s3_access_file=${1#*=} ;;
-	--archive-s3-secret-key-file=*) s3_secret_file=${1#*=} ;;
-	--archive-s3-ca-file=*) s3_ca_file=${1#*=} ;;
+	--archive-s3-*=*) s3_flags+=("$1") ;; # the hook checks them
 	--kubeconfig=*) kubeconfig=${1#*=} ;;
 	--kubeconfig)
 		(($# > 1)) || die "--kubeconfig wants a file"
@@ -72,12 +68,21 @@ while (($# > 0)); do
 done
 load_settings
 archive_dir=${archive_dir:-$statedir/archive}
-if [[ -n $s3_endpoint ]]; then
-	[[ $s3_endpoint =~ ^https?://[^/]+/?$ ]] || die "--archive-s3-endpoint $s3_endpoint: want a URL https://host[:port]"
-	[[ -n $s3_bucket ]] || die "--archive-s3-bucket is required with --archive-s3-endpoint"
-	for f in "$s3_access_file" "$s3_secret_file"; do
-		[[ -n $f && -r $f && -s $f ]] || die "--archive-s3-access-key-file and --archive-s3-secret-key-file must name readable, non-empty files ('$f')"
-	done
+# The bucket, given one, is where the records are (as for the hook).
+archive_flags=("--archive-dir=$archive_dir")
+((${#s3_flags[@]} == 0)) || archive_flags=("${s3_flags[@]}")
+
+# The hook binary lists the archive, with its own flags and S3 client:
+# HOOK_BIN, else the installed one, else one built from this checkout.
+hook_bin=${HOOK_BIN:-}
+if [[ -z $hook_bin && -x $bindir/teamspace-hook ]]; then
+	hook_bin=$bindir/teamspace-hook
+elif [[ -z $hook_bin ]]; then
+	build_dir=$(mktemp -d)
+	trap 'rm -rf "$build_dir"' EXIT
+	(cd "$repo" && CGO_ENABLED=0 "${GO:-go}" build -o "$build_dir/teamspace-hook" ./hook) ||
+		die "no teamspace-hook to list the archive with: set HOOK_BIN, or run from a checkout with Go"
+	hook_bin=$build_dir/teamspace-hook
 fi
 if [[ -n $kubeconfig ]]; then
 	export KUBECONFIG=$kubeconfig
@@ -227,111 +232,4 @@ fi
 
 # --- archive ------------------------------------------------------------------
 echo
-# json_string FILE KEY prints the string value of KEY in the flat JSON object
-# the hook writes (encoding/json: no escapes in names, uids or timestamps).
-json_string() {
-	{ tr -d '\n\r' <"$1" | grep -o "\"$2\"[[:space:]]*:[[:space:]]*\"[^\"\\\\]*\"" || true; } |
-		head -n 1 | sed 's/^.*:[[:space:]]*"\(.*\)"$/\1/'
-}
-# is_object FILE: the file is one JSON object (starts with '{', ends with '}').
-is_object() {
-	local body
-	body=$(tr -d ' \t\n\r' <"$1") || return 1
-	[[ $body == \{*\} ]]
-}
-# s3_get PATH OUT: a GET of the bucket's PATH into OUT, signed with SigV4 by
-# curl (the keys through its config on stdin, never on the command line).
-# S3 wants the payload's SHA-256 in a signed header: a GET's is that of
-# nothing.
-empty_sha256=e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855
-s3_get() {
-	local -a ca=()
-	[[ -z $s3_ca_file ]] || ca=(--cacert "$s3_ca_file")
-	printf 'user = "%s:%s"\n' "$(tr -d '\r\n' <"$s3_access_file")" "$(tr -d '\r\n' <"$s3_secret_file")" |
-		curl -fsS --max-time 20 -K - "${ca[@]}" --aws-sigv4 "aws:amz:${s3_region:-us-east-1}:s3" \
-			-H "x-amz-content-sha256: $empty_sha256" \
-			-o "$2" "${s3_endpoint%/}/$s3_bucket$1"
-}
-# s3_fetch DIR: every record object of the folder into DIR (the listing
-# followed through its continuation tokens); fails with curl's error.
-s3_fetch() {
-	local dir=$1 prefix="" token="" query key
-	[[ -z $s3_folder ]] || prefix="${s3_folder%/}/"
-	while :; do
-		# SigV4 signs the query URL-encoded: a "/" in a value must be %2F.
-		query="?list-type=2&prefix=${prefix//\//%2F}"
-		[[ -z $token ]] || query+="&continuation-token=$(sed 's/+/%2B/g; s#/#%2F#g; s/=/%3D/g' <<<"$token")"
-		s3_get "$query" "$dir/.list" || return 1
-		# One line per object: its key and when it was last modified (the
-		# time a non-record is listed with, as a file's mtime).
-		while read -r key modified; do
-			[[ $key == *.json && ${key#"$prefix"} != */* ]] || continue
-			s3_get "/$key" "$dir/${key##*/}" || return 1
-			[[ -z $modified ]] || touch -d "$modified" "$dir/${key##*/}"
-		done < <(sed 's#</Contents>#\n#g' "$dir/.list" | sed -n 's#.*<Key>\([^<]*\)</Key>.*#&\t\1#p' |
-			sed 's#^.*<LastModified>\([^<]*\)</LastModified>.*\t\(.*\)$#\2 \1#; t; s#^.*\t##')
-		token=$(grep -o '<NextContinuationToken>[^<]*' "$dir/.list" | sed 's#<NextContinuationToken>##' || true)
-		[[ -n $token ]] || break
-	done
-	rm -f "$dir/.list"
-}
-if [[ -n $s3_endpoint ]]; then
-	bucket_label="bucket $s3_bucket${s3_folder:+/${s3_folder%/}} at $s3_endpoint"
-	archive_dir=$(mktemp -d)
-	trap 'rm -rf "$archive_dir"' EXIT
-	if ! s3_fetch "$archive_dir" 2>"$archive_dir/.err"; then
-		printf 'Archive records (%s):\n  cannot read the bucket: %s\n' "$bucket_label" "$(tr '\n' ' ' <"$archive_dir/.err")"
-		exit 0
-	fi
-	rm -f "$archive_dir/.err"
-	printf 'Archive records (%s):\n' "$bucket_label"
-else
-	printf 'Archive records (%s):\n' "$archive_dir"
-fi
-if [[ -n $s3_endpoint ]]; then
-	: # fetched above
-elif [[ ! -e $archive_dir ]]; then
-	echo "  none: $archive_dir does not exist (no TeamSpace archived here yet, or not the hook's --archive-dir)"
-elif [[ ! -d $archive_dir ]]; then
-	echo "  none: $archive_dir is not a directory"
-elif [[ ! -r $archive_dir || ! -x $archive_dir ]]; then
-	echo "  cannot read $archive_dir (permission denied: run as root or as the hook's user)"
-fi
-if [[ -d $archive_dir && -r $archive_dir && -x $archive_dir ]]; then
-	shopt -s nullglob
-	files=("$archive_dir"/*.json)
-	shopt -u nullglob
-	if ((${#files[@]} == 0)); then
-		echo "  none: ${bucket_label:-$archive_dir} holds no records"
-	else
-		unreadable=0
-		rows=""
-		for f in "${files[@]}"; do
-			base=${f##*/}
-			mtime=$(date -u -r "$f" +%Y-%m-%dT%H:%M:%SZ 2>/dev/null || echo "?")
-			name="" uid="" at=""
-			if [[ -f $f && -r $f ]] && is_object "$f"; then
-				uid=$(json_string "$f" uid)
-				name=$(json_string "$f" name)
-				at=$(json_string "$f" deletionTimestamp)
-			fi
-			# Sort key first (the time), cut off before printing.
-			if [[ -z $uid ]]; then
-				unreadable=$((unreadable + 1))
-				rows+=$(printf '%s\t%s\t%s\t%s\t%s (file mtime)' "$mtime" "${base%%.*}" "(unreadable)" "$base" "$mtime")$'\n'
-			elif [[ -n $at ]]; then
-				rows+=$(printf '%s\t%s\t%s\t%s\t%s' "$at" "${name:-${base%%.*}}" "$uid" "$base" "$at")$'\n'
-			else
-				rows+=$(printf '%s\t%s\t%s\t%s\t%s (file mtime)' "$mtime" "${name:-${base%%.*}}" "$uid" "$base" "$mtime")$'\n'
-			fi
-		done
-		{
-			printf 'NAME\tUID\tFILE\tDELETED AT\n'
-			printf '%s' "$rows" | sort -t $'\t' -k1,1 -k4,4 | cut -f2-
-		} | table | sed 's/^/  /'
-		n=${#files[@]}
-		printf '  %s record%s' "$n" "$( ((n == 1)) || echo s)"
-		((unreadable == 0)) || printf ', %s unreadable (not a TeamSpace record)' "$unreadable"
-		printf '\n'
-	fi
-fi
+"$hook_bin" archive list "${archive_flags[@]}"

@@ -40,6 +40,10 @@ type Sink interface {
 	Store(ctx context.Context, name, uid string, record any) (string, error)
 	// Check says whether records can be stored now (readiness).
 	Check(ctx context.Context) error
+	// List reads every record back, oldest first (`teamspace-hook archive
+	// list`, the operator's report); files beside them that are not
+	// records are listed too, without a UID.
+	List(ctx context.Context) ([]Listed, error)
 	// String names the sink in logs and messages.
 	String() string
 }

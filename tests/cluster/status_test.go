@@ -25,7 +25,7 @@ func runStatus(t *testing.T, env []string, args ...string) testenv.Result {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	script := deployFile(t, "status.sh")
-	return testenv.Run(ctx, "", append([]string{"DESTDIR=", "TEAMSPACE_ARCHIVE_DIR="}, env...), nil, "bash", append([]string{script}, args...)...)
+	return testenv.Run(ctx, "", append([]string{"DESTDIR=", "TEAMSPACE_ARCHIVE_DIR=", "HOOK_BIN=" + testenv.HookBinary(t)}, env...), nil, "bash", append([]string{script}, args...)...)
 }
 
 // statusRow finds the row of the report starting with first (its first

@@ -263,9 +263,7 @@ func waitFor(t testing.TB, timeout time.Duration, what string, cond func() error
 	testenv.WaitFor(t, timeout, what, cond)
 }
 
-// buildHook builds ./hook once per test binary.
-var buildHook = testenv.BuildHook
-
+// hookBinary builds ./hook once per test binary.
 func hookBinary(t testing.TB) string { t.Helper(); return testenv.HookBinary(t) }
 
 // --- the live cluster ---------------------------------------------------------
