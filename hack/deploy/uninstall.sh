@@ -13,9 +13,10 @@
 # deletion, and names them; with --wait it waits for them instead. Protected
 # TeamSpaces (annotation platform.labhub.io/protected: "true") are never
 # deleted by it. The guard rails (guardrails.yaml), the platform limits
-# (limits.yaml, limits-config.yaml, requested-by.yaml) and the reserved team-
-# prefix (namespaces.yaml) stay while the CRD stays: TeamSpaces can still be
-# requested then, and a re-install would act on them.
+# (limits.yaml, limits-config.yaml, requested-by.yaml), the reserved team-
+# prefix (namespaces.yaml) and the people's roles (roles.yaml) stay while
+# the CRD stays: TeamSpaces can still be requested then, and a re-install
+# would act on them; --delete-teamspaces removes them with the CRD.
 #
 # Usage: hack/deploy/uninstall.sh [options]
 #   --delete-teamspaces  ALSO delete every TeamSpace, the TeamSpace CRD and so
@@ -158,7 +159,7 @@ EOF
 	say "DELETING CRD $TS_CRD (annotated $TS_ALLOW_DELETE=true first, as the guard rails require)"
 	kc annotate --overwrite crd "$TS_CRD" "$TS_ALLOW_DELETE=true" >&2
 	del crd "$TS_CRD"
-	del -f "$deploy_dir/guardrails.yaml" -f "$deploy_dir/limits.yaml" -f "$deploy_dir/limits-config.yaml" -f "$deploy_dir/namespaces.yaml" -f "$deploy_dir/owner-access.yaml"
+	del -f "$deploy_dir/guardrails.yaml" -f "$deploy_dir/limits.yaml" -f "$deploy_dir/limits-config.yaml" -f "$deploy_dir/namespaces.yaml" -f "$deploy_dir/owner-access.yaml" -f "$deploy_dir/roles.yaml"
 	del -f "$deploy_dir/requested-by.yaml" 2>/dev/null || true # absent before Kubernetes 1.36
 elif [[ -n $have_crd ]]; then
 	busy=$(deleting)

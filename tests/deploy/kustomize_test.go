@@ -296,7 +296,7 @@ func TestKustomizeCompositeControllerOnlyURLs(t *testing.T) {
 // policy and bindings, and limits-config.yaml, the ConfigMap) unchanged:
 // every object of those files, loaded from there, no copy.
 func TestKustomizeGuardrails(t *testing.T) {
-	for _, file := range []string{"hack/deploy/guardrails.yaml", "hack/deploy/limits.yaml", "hack/deploy/limits-config.yaml", "hack/deploy/requested-by.yaml", "hack/deploy/namespaces.yaml", "hack/deploy/owner-access.yaml"} {
+	for _, file := range []string{"hack/deploy/roles.yaml", "hack/deploy/guardrails.yaml", "hack/deploy/limits.yaml", "hack/deploy/limits-config.yaml", "hack/deploy/requested-by.yaml", "hack/deploy/namespaces.yaml", "hack/deploy/owner-access.yaml"} {
 		want := readManifest(t, file)
 		if len(want) == 0 {
 			t.Fatalf("%s holds no object", file)

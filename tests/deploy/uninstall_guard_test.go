@@ -164,7 +164,8 @@ func TestUninstallCannotStrand(t *testing.T) {
 		}
 		for _, obj := range [][]string{{"namespace", "team-uninst-all"}, {"crd", "teamspaces.platform.labhub.io"}, {"compositecontrollers.metacontroller.k8s.io", "teamspace"},
 			{"validatingadmissionpolicy", "teamspace-limits"}, {"-n", "teamspace-system", "configmap", "teamspace-limits"},
-			{"mutatingadmissionpolicy", "teamspace-requested-by"}, {"validatingadmissionpolicy", "teamspace-namespaces"}} {
+			{"mutatingadmissionpolicy", "teamspace-requested-by"}, {"validatingadmissionpolicy", "teamspace-namespaces"},
+			{"clusterrole", "teamspace-requester"}, {"clusterrole", "teamspace-edit"}} {
 			if exists(t, obj...) {
 				t.Errorf("%v left after --delete-teamspaces", obj)
 			}
