@@ -178,16 +178,8 @@ var objectsQuotaType = &childType{
 		}
 		return &corev1.ResourceQuota{Spec: corev1.ResourceQuotaSpec{Hard: hard}}
 	},
-	decode: quotaType.decode,
-	content: func(obj object) object {
-		hard := corev1.ResourceList{}
-		for _, k := range objectsHardKeys {
-			if v, ok := obj.(*corev1.ResourceQuota).Spec.Hard[k]; ok {
-				hard[k] = v
-			}
-		}
-		return &corev1.ResourceQuota{Spec: corev1.ResourceQuotaSpec{Hard: hard}}
-	},
+	decode:   quotaType.decode,
+	content:  ownedHard(objectsHardKeys),
 	describe: func(obj object) string { return describeObjectsHard(obj.(*corev1.ResourceQuota).Spec.Hard) },
 	noun:     "quota",
 	ready: func(_ string, spec Spec) string {

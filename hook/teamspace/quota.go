@@ -43,20 +43,26 @@ var quotaType = &childType{
 		q.Labels = o.Metadata.Labels
 		return q, decodeRaw(o.Spec, &q.Spec)
 	},
-	content: func(obj object) object {
-		hard := corev1.ResourceList{}
-		for _, k := range hardKeys {
-			if v, ok := obj.(*corev1.ResourceQuota).Spec.Hard[k]; ok {
-				hard[k] = v
-			}
-		}
-		return &corev1.ResourceQuota{Spec: corev1.ResourceQuotaSpec{Hard: hard}}
-	},
+	content:  ownedHard(hardKeys),
 	describe: func(obj object) string { return describeHard(obj.(*corev1.ResourceQuota).Spec.Hard) },
 	noun:     "quota",
 	ready: func(_ string, spec Spec) string {
 		return " with quota " + describeHard(specHard(spec))
 	},
+}
+
+// ownedHard is the content of a quota the hook owns keys of: its spec.hard
+// reduced to keys (team-quota's, team-objects').
+func ownedHard(keys []corev1.ResourceName) func(object) object {
+	return func(obj object) object {
+		hard := corev1.ResourceList{}
+		for _, k := range keys {
+			if v, ok := obj.(*corev1.ResourceQuota).Spec.Hard[k]; ok {
+				hard[k] = v
+			}
+		}
+		return &corev1.ResourceQuota{Spec: corev1.ResourceQuotaSpec{Hard: hard}}
+	}
 }
 
 // specHard is the quota a valid spec asks for.
