@@ -5,8 +5,9 @@
 #   hack/test.sh
 #   hack/test.sh --help
 #
-# It first checks what needs no build (gofmt, staticcheck, shellcheck:
-# seconds, so that a slip fails before anything is built), vets the code, builds what is missing into the cache every later run
+# It provides the engine, checks what needs no build (gofmt,
+# staticcheck, shellcheck: seconds, so that a slip fails before the rest
+# is built), vets the code, builds what is missing into the cache every later run
 # reuses (Metacontroller, the engine, ~4 minutes on 2 cores; Kubernetes ~10;
 # kine ~5) and runs every Go test of the root module, the engine tests on
 # the real engine; the cluster test packages start private control planes
@@ -169,9 +170,11 @@ s3_server() {
 main() {
 	no_args "$@"
 	local start="${SECONDS}"
+	# The engine first: bad engine input (or none under CI) ends the run in
+	# its first step, in one line. Then what needs no build.
+	engine
 	tools
 	verify
-	engine
 	go_vet
 	s3_server
 	hook_tests
