@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"path"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -56,7 +55,7 @@ func runArchive(args []string, out io.Writer) error {
 		}
 		return nil
 	}
-	label := fmt.Sprintf("bucket %s at %s", path.Join(o.s3.Bucket, o.s3.Folder), o.s3.Endpoint) // as archive.S3 names itself
+	label := o.s3.String()
 	fmt.Fprintf(out, "Archive records (%s):\n", label)
 	s, err := archive.OpenS3(ctx, o.s3)
 	var ls []archive.Listed

@@ -147,8 +147,12 @@ func isLoopbackHost(host string) bool {
 }
 
 // String names the sink.
-func (s *S3) String() string {
-	return fmt.Sprintf("bucket %s at %s", path.Join(s.cfg.Bucket, s.cfg.Folder), s.cfg.Endpoint)
+func (s *S3) String() string { return s.cfg.String() }
+
+// String names the bucket's folder as logs, messages and `archive list`
+// show it, also before (or without) a sink being opened.
+func (c S3Config) String() string {
+	return fmt.Sprintf("bucket %s at %s", path.Join(c.Bucket, c.Folder), c.Endpoint)
 }
 
 // Check says whether the bucket exists and these credentials may use it.
