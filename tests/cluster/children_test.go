@@ -71,6 +71,22 @@ func TestChildrenStayThePlatforms(t *testing.T) {
 		t.Errorf("the owner's own RoleBinding of the namespace's ServiceAccount: %v", err)
 	}
 
+	// Whoever may change namespaces (here a role for namespaces alone, not
+	// cluster-admin, whose wildcard holds the engine's grant too) may change
+	// and delete the team namespace itself: before, the policy matched the
+	// Namespace too and refused with a CEL error (namespaceObject is null).
+	admin := "namespace-admin-" + s
+	role := "ts-test-namespaces-" + s
+	mustKubectl(t, "", "create", "clusterrole", role, "--verb=get,patch,update,delete", "--resource=namespaces")
+	deleteOnCleanup(t, "clusterrole", role)
+	bindRole(t, role, "User", admin)
+	if _, err := kubectl(t, "", append(as(admin), "annotate", "namespace", ns, "example.com/cost-centre=42", "--dry-run=server")...); err != nil {
+		t.Errorf("a namespace admin annotating %s: %v", ns, err)
+	}
+	if _, err := kubectl(t, "", append(as(admin), "delete", "namespace", ns, "--dry-run=server")...); err != nil {
+		t.Errorf("a namespace admin deleting %s: %v", ns, err)
+	}
+
 	// The namespace's end: its controller deletes the children.
 	mustKubectl(t, "", "delete", "namespace", ns, "--wait=false")
 	if !eventually(60*time.Second, 250*time.Millisecond, func() bool {
