@@ -30,6 +30,11 @@ VERSITYGW_BIN="${TEAMSPACE_CACHE}/versitygw-${VERSITYGW_VERSION}/bin/versitygw"
 STATICCHECK_VERSION="${STATICCHECK_VERSION:-v0.8.2}"
 STATICCHECK_BIN="${TEAMSPACE_CACHE}/staticcheck-${STATICCHECK_VERSION}/bin/staticcheck"
 
+# controller-gen (sigs.k8s.io/controller-tools), which writes crd.yaml from
+# the API's Go types (hack/generate.sh); pinned, as its output is checked in.
+CONTROLLER_GEN_VERSION="${CONTROLLER_GEN_VERSION:-v0.23.0}"
+CONTROLLER_GEN_BIN="${TEAMSPACE_CACHE}/controller-gen-${CONTROLLER_GEN_VERSION}/bin/controller-gen"
+
 # The Metacontroller release the project runs and is tested with: the one
 # place it is pinned (hack/deploy/install.sh's default CRDs, the test
 # engine ensure_metacontroller builds, hack/bench.sh's machine.txt).
@@ -273,6 +278,28 @@ ensure_kine() {
 ensure_staticcheck() {
 	[[ -x "${STATICCHECK_BIN}" ]] && return 0
 	go_install_cached "${STATICCHECK_BIN%/bin/staticcheck}" "honnef.co/go/tools/cmd/staticcheck@${STATICCHECK_VERSION}" 0
+}
+
+# ensure_controller_gen builds controller-gen into CONTROLLER_GEN_BIN unless
+# it is there (about a minute on 2 cores, once).
+ensure_controller_gen() {
+	[[ -x "${CONTROLLER_GEN_BIN}" ]] && return 0
+	go_install_cached "${CONTROLLER_GEN_BIN%/bin/controller-gen}" "sigs.k8s.io/controller-tools/cmd/controller-gen@${CONTROLLER_GEN_VERSION}" 0
+}
+
+# generate_crd DIR writes the CRD of the API's Go types (hook/api/...) into
+# DIR/crd.yaml, with hack/crd-header.txt on top.
+generate_crd() {
+	local out
+	ensure_controller_gen
+	out="$(mktemp -d)"
+	(cd "${TEAMSPACE_ROOT}" && "${CONTROLLER_GEN_BIN}" crd:headerFile=hack/crd-header.txt \
+		paths=./hook/api/... output:crd:artifacts:config="${out}") || {
+		rm -rf "${out}"
+		die "controller-gen ${CONTROLLER_GEN_VERSION} failed on hook/api"
+	}
+	mv "${out}/platform.labhub.io_teamspaces.yaml" "${1}/crd.yaml"
+	rm -rf "${out}"
 }
 
 # ensure_versitygw builds Versity's S3 gateway (Apache-2.0; its posix

@@ -36,10 +36,11 @@ step() {
 	say "$(date +%H:%M:%S) ==> $*"
 }
 
-# verify runs the checks that need nothing built but the linter: gofmt and
+# verify runs the checks that need nothing built but the tools: gofmt and
 # staticcheck (STATICCHECK_VERSION, built once into the cache) over both Go
-# modules, shellcheck (all severities, following sourced files) over every
-# script. Files are what git tracks or would track: nothing ignored, no
+# modules, crd.yaml against what controller-gen makes of hook/api now, and
+# every script through shellcheck (all severities, following sourced
+# files). Files are what git tracks or would track: nothing ignored, no
 # cache.
 verify() {
 	local files=() bad f
@@ -51,6 +52,8 @@ verify() {
 	ensure_staticcheck
 	"${STATICCHECK_BIN}" ./...
 	(cd hack && "${STATICCHECK_BIN}" ./...)
+	step "verify: crd.yaml generated from hook/api (controller-gen ${CONTROLLER_GEN_VERSION})"
+	hack/generate.sh --check
 	step "verify: shellcheck"
 	files=()
 	while IFS= read -r f; do

@@ -1,0 +1,253 @@
+package v1alpha1
+
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+// Bounds the schema and the hook share. The markers below spell the same
+// numbers (markers cannot name a constant); TestSchemaBounds in package
+// teamspace holds the generated crd.yaml to them.
+const (
+	MinPods = 1
+	MaxPods = 50
+	// DefaultCPU is spec.cpu when the API server did not default it.
+	DefaultCPU = "1"
+	// DefaultPodSecurity is spec.podSecurity's default.
+	DefaultPodSecurity = "baseline"
+	// MaxOwners bounds spec.owners (it keeps the CEL rule that checks for
+	// duplicate names within the API server's cost budget).
+	MaxOwners = 32
+	// MaxObjectCount is the most of one kind spec.objects may name.
+	MaxObjectCount = 100000
+	// MaxNameLength keeps "team-" + name within a DNS-1123 label (63).
+	MaxNameLength = 58
+)
+
+// TeamSpace hands a team its own namespace team-<name> with a ResourceQuota,
+// default requests, owners, Pod Security and ingress isolation.
+//
+// The name becomes namespace team-<name>, so it must be a DNS-1123 label of
+// at most 58 characters (a cluster-scoped object could otherwise be named
+// like a DNS subdomain, "a.b").
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Cluster,shortName=ts
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Pods",type=string,JSONPath=".status.usage.pods",description="Pods used/allowed, as the quota reports them"
+// +kubebuilder:printcolumn:name="CPU",type=string,JSONPath=".status.usage.cpu",description="CPU requests used/allowed, as the quota reports them"
+// +kubebuilder:printcolumn:name="Namespace",type=string,JSONPath=".status.namespace"
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=".status.conditions[?(@.type==\"Ready\")].status"
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=".metadata.creationTimestamp"
+// +kubebuilder:printcolumn:name="Memory",type=string,JSONPath=".status.usage.memory",priority=1,description="Memory requests used/allowed, when spec.memory is set"
+// +kubebuilder:printcolumn:name="Requested-By",type=string,JSONPath=".metadata.annotations.platform\\.labhub\\.io/requested-by",priority=1,description="Who created it, stamped by the API server (hack/deploy/requested-by.yaml)"
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 58 && self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be a DNS-1123 label (lower-case letters, digits and '-') of at most 58 characters: it becomes namespace team-<name>",reason=FieldValueInvalid
+type TeamSpace struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec   TeamSpaceSpec   `json:"spec"`
+	Status TeamSpaceStatus `json:"status,omitempty"`
+}
+
+// TeamSpaceList is a list of TeamSpaces.
+//
+// +kubebuilder:object:root=true
+type TeamSpaceList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []TeamSpace `json:"items"`
+}
+
+// TeamSpaceSpec is what the team gets.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.defaults) || !has(self.defaults.cpu) || !isQuantity(self.defaults.cpu) || !has(self.cpu) || !isQuantity(self.cpu) || quantity(self.defaults.cpu).compareTo(quantity(self.cpu)) <= 0",message="must not exceed spec.cpu",fieldPath=".defaults.cpu",reason=FieldValueInvalid
+// +kubebuilder:validation:XValidation:rule="!has(self.defaults) || !has(self.defaults.memory) || has(self.memory)",message="needs spec.memory (without it no memory is limited)",fieldPath=".defaults.memory",reason=FieldValueInvalid
+// +kubebuilder:validation:XValidation:rule="!has(self.defaults) || !has(self.defaults.memory) || !has(self.memory) || !isQuantity(self.defaults.memory) || !isQuantity(self.memory) || quantity(self.defaults.memory).compareTo(quantity(self.memory)) <= 0",message="must not exceed spec.memory",fieldPath=".defaults.memory",reason=FieldValueInvalid
+type TeamSpaceSpec struct {
+	// Maximum number of pods in the team's namespace (ResourceQuota
+	// team-quota, pods), 1..50. Required.
+	//
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=50
+	Pods int32 `json:"pods"`
+
+	// Total CPU requests allowed in the namespace (ResourceQuota team-quota,
+	// requests.cpu), a positive quantity such as "500m", "0.5" or "2".
+	// Default "1".
+	//
+	// +optional
+	// +kubebuilder:default="1"
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="isQuantity(self) && sign(quantity(self)) > 0",message="must be a positive quantity such as \"500m\", \"0.5\" or \"2\"",reason=FieldValueInvalid
+	CPU string `json:"cpu,omitempty"`
+
+	// Total memory requests allowed in the namespace (ResourceQuota
+	// team-quota, requests.memory), a positive quantity such as "4Gi".
+	// Unset, memory is not limited.
+	//
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="isQuantity(self) && sign(quantity(self)) > 0",message="must be a positive quantity such as \"512Mi\" or \"4Gi\"",reason=FieldValueInvalid
+	Memory string `json:"memory,omitempty"`
+
+	// Total ephemeral storage in the namespace, requests and limits alike
+	// (ResourceQuota team-objects), a positive quantity such as "10Gi";
+	// every container gets total/pods as its default request and limit
+	// (LimitRange team-defaults). Unset, ephemeral storage is not limited
+	// (unless the platform's limits give a default).
+	//
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="isQuantity(self) && sign(quantity(self)) > 0",message="must be a positive quantity such as \"4Gi\"",reason=FieldValueInvalid
+	EphemeralStorage string `json:"ephemeralStorage,omitempty"`
+
+	// How many objects of a kind the namespace may hold (ResourceQuota
+	// team-objects), by quota name: configmaps (at least 1:
+	// kube-root-ca.crt), persistentvolumeclaims, replicationcontrollers,
+	// resourcequotas (at least 2: team-quota and team-objects), secrets,
+	// services, services.loadbalancers, services.nodeports; each
+	// 0..100000. Unset or empty, objects are not counted (unless the
+	// platform's limits give defaults).
+	//
+	// +optional
+	// +kubebuilder:validation:MaxProperties=8
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k in ['configmaps', 'persistentvolumeclaims', 'replicationcontrollers', 'resourcequotas', 'secrets', 'services', 'services.loadbalancers', 'services.nodeports'])",message="takes only configmaps, persistentvolumeclaims, replicationcontrollers, resourcequotas, secrets, services, services.loadbalancers, services.nodeports",reason=FieldValueInvalid
+	// +kubebuilder:validation:XValidation:rule="!('configmaps' in self) || self['configmaps'] >= 1",message="configmaps must be at least 1 (the namespace holds ConfigMap kube-root-ca.crt, which every pod mounts)",reason=FieldValueInvalid
+	// +kubebuilder:validation:XValidation:rule="!('resourcequotas' in self) || self['resourcequotas'] >= 2",message="resourcequotas must be at least 2 (the namespace holds team-quota and team-objects)",reason=FieldValueInvalid
+	Objects map[string]ObjectCount `json:"objects,omitempty"`
+
+	// The request a container without one gets (LimitRange
+	// team-defaults); each defaults to its total divided by pods.
+	//
+	// +optional
+	Defaults *Defaults `json:"defaults,omitempty"`
+
+	// Who administers the namespace (RoleBinding team-owners to ClusterRole
+	// admin), at most 32, each name once. system: users and groups and the
+	// ServiceAccounts of kube-* and teamspace-system are never bound.
+	//
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:XValidation:rule="self.all(o, self.exists_one(p, p.name == o.name))",message="must not list the same name twice (also not for different kinds)",reason=FieldValueInvalid
+	Owners []Owner `json:"owners,omitempty"`
+
+	// Pod Security Standard enforced in the namespace (label
+	// pod-security.kubernetes.io/enforce, version latest): privileged,
+	// baseline or restricted. Default baseline.
+	//
+	// +optional
+	// +kubebuilder:default=baseline
+	PodSecurity PodSecurityLevel `json:"podSecurity,omitempty"`
+
+	// With true, NetworkPolicy team-isolation admits ingress only from pods
+	// of the same namespace; false omits it. Default true.
+	//
+	// +optional
+	// +kubebuilder:default=true
+	NetworkIsolation *bool `json:"networkIsolation,omitempty"`
+}
+
+// ObjectCount is how many objects of one kind the namespace may hold.
+//
+// +kubebuilder:validation:Minimum=0
+// +kubebuilder:validation:Maximum=100000
+type ObjectCount int64
+
+// PodSecurityLevel is a Pod Security Standard.
+//
+// +kubebuilder:validation:Enum=privileged;baseline;restricted
+type PodSecurityLevel string
+
+// PodSecurityLevels are the values of spec.podSecurity, most open first.
+var PodSecurityLevels = []PodSecurityLevel{"privileged", "baseline", "restricted"}
+
+// Defaults are a container's default requests.
+type Defaults struct {
+	// Default container cpu request, a positive quantity at most spec.cpu.
+	// Default spec.cpu divided by spec.pods.
+	//
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="isQuantity(self) && sign(quantity(self)) > 0",message="must be a positive quantity such as \"100m\"",reason=FieldValueInvalid
+	CPU *string `json:"cpu,omitempty"`
+
+	// Default container memory request, a positive quantity at most
+	// spec.memory (which it needs). Default spec.memory divided by
+	// spec.pods.
+	//
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="isQuantity(self) && sign(quantity(self)) > 0",message="must be a positive quantity such as \"256Mi\"",reason=FieldValueInvalid
+	Memory *string `json:"memory,omitempty"`
+}
+
+// Owner is one entry of spec.owners: a RoleBinding subject.
+//
+// +kubebuilder:validation:XValidation:rule="self.kind == 'ServiceAccount' ? has(self.__namespace__) : !has(self.__namespace__)",message="namespace is required for a ServiceAccount and not allowed for a User or Group",fieldPath=".namespace",reason=FieldValueInvalid
+// +kubebuilder:validation:XValidation:rule="self.kind != 'ServiceAccount' || self.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="a ServiceAccount name must be a DNS-1123 subdomain",fieldPath=".name",reason=FieldValueInvalid
+// +kubebuilder:validation:XValidation:rule="!has(self.__namespace__) || self.__namespace__.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="must be a namespace name (DNS-1123 label)",fieldPath=".namespace",reason=FieldValueInvalid
+type Owner struct {
+	// User, Group or ServiceAccount.
+	//
+	// +required
+	// +kubebuilder:validation:Enum=User;Group;ServiceAccount
+	Kind string `json:"kind"`
+
+	// The user's, group's or ServiceAccount's name.
+	//
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+
+	// The ServiceAccount's namespace (ServiceAccount only).
+	//
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// TeamSpaceStatus is written by the engine from the hook's answer;
+// observedGeneration says whether the latest spec has been acted on.
+type TeamSpaceStatus struct {
+	// The metadata.generation the controller last acted on.
+	//
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// The team's namespace, once it exists.
+	//
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+
+	// How much of the quota is used, "used/hard" per resource as the quota
+	// reports them (1/4, 100m/2), "-" until it does.
+	//
+	// +optional
+	Usage *Usage `json:"usage,omitempty"`
+
+	// Ready tells whether the namespace is Active and its quota holds the
+	// desired values; its reason and message say what it waits for.
+	//
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// Usage is team-quota's figures, "used/hard" each.
+type Usage struct {
+	// Pods used/allowed.
+	//
+	// +optional
+	Pods string `json:"pods"`
+	// CPU requests used/allowed.
+	//
+	// +optional
+	CPU string `json:"cpu"`
+	// Memory requests used/allowed; set when the quota limits
+	// requests.memory (spec.memory).
+	//
+	// +optional
+	Memory string `json:"memory,omitempty"`
+}
