@@ -1,10 +1,10 @@
 package teamspace
 
 import (
-	"encoding/json"
 	"fmt"
 	"strconv"
 
+	"github.com/labhub/teamspace/hook/api/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
@@ -24,15 +24,10 @@ const (
 // DefaultRequestMemory: the override if given (at most the namespace's total),
 // else total / pods rounded down (a millicore, a byte), so that spec.pods
 // default-sized pods fit the quota exactly.
-func parseDefaults(raw json.RawMessage, spec *Spec) []string {
-	var d struct {
-		CPU    *string `json:"cpu"`
-		Memory *string `json:"memory"`
-	}
-	if raw != nil && string(raw) != "null" {
-		if err := json.Unmarshal(raw, &d); err != nil {
-			return []string{fmt.Sprintf("spec.defaults must be an object with cpu and memory quantity strings, got %s", raw)}
-		}
+func parseDefaults(defaults *v1alpha1.Defaults, spec *Spec) []string {
+	var d v1alpha1.Defaults
+	if defaults != nil {
+		d = *defaults
 	}
 	pods, _ := strconv.ParseInt(spec.Pods, 10, 64)
 	var problems []string

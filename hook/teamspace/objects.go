@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/labhub/teamspace/hook/api/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
@@ -16,10 +18,6 @@ import (
 // counts and ephemeral storage, asked for only when the spec sets them, so
 // that team-quota stays exactly what a seed-style spec had.
 const ObjectsQuotaName = "team-objects"
-
-// MaxObjectCount is the most of one kind spec.objects may name, as in
-// crd.yaml.
-const MaxObjectCount = 100000
 
 // Ephemeral storage keys of team-objects: requests and limits alike hold
 // spec.ephemeralStorage (the LimitRange gives every container both).
@@ -34,11 +32,7 @@ const (
 // kube-root-ca.crt (which every pod mounts) and, with spec.objects set,
 // both quotas. A lower count would refuse the cluster's own object, or
 // team-quota itself.
-var objectCounts = []struct {
-	name corev1.ResourceName
-	min  int64
-	why  string
-}{
+var objectCounts = []objectCount{
 	{name: "configmaps", min: 1, why: "the namespace holds ConfigMap kube-root-ca.crt, which every pod mounts"},
 	{name: "persistentvolumeclaims"},
 	{name: "replicationcontrollers"},
@@ -58,41 +52,37 @@ var objectsHardKeys = func() []corev1.ResourceName {
 	return keys
 }()
 
-// parseObjects reads the optional spec.objects: nil when unset or empty.
-func parseObjects(raw json.RawMessage) (map[corev1.ResourceName]int64, []string) {
-	if raw == nil || string(raw) == "null" {
-		return nil, nil
-	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return nil, []string{fmt.Sprintf("spec.objects must be an object of counts such as {\"secrets\": 20}, got %s", raw)}
-	}
+type objectCount struct {
+	name corev1.ResourceName
+	min  int64
+	why  string
+}
+
+// checkObjects checks the optional spec.objects (raw for the messages): nil
+// when unset or empty.
+func checkObjects(objects map[string]v1alpha1.ObjectCount, raw json.RawMessage) (map[corev1.ResourceName]int64, []string) {
+	var rawValues map[string]json.RawMessage
+	_ = json.Unmarshal(raw, &rawValues) // decodeSpec read it
 	var names []string
 	for _, c := range objectCounts {
 		names = append(names, string(c.name))
 	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
+	keys := make([]string, 0, len(objects))
+	for k := range objects {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	counts := map[corev1.ResourceName]int64{}
 	var problems []string
 	for _, k := range keys {
-		i := -1
-		for j, c := range objectCounts {
-			if string(c.name) == k {
-				i = j
-			}
-		}
+		i := slices.IndexFunc(objectCounts, func(c objectCount) bool { return string(c.name) == k })
 		if i < 0 {
 			problems = append(problems, fmt.Sprintf("spec.objects: %q is not a count the quota keeps (want %s)", k, strings.Join(names, ", ")))
 			continue
 		}
-		v := bytes.TrimSpace(m[k])
-		n, err := strconv.ParseInt(string(v), 10, 64)
-		if err != nil || n < 0 || n > MaxObjectCount {
-			problems = append(problems, fmt.Sprintf("spec.objects.%s must be an integer from 0 to %d, got %s", k, MaxObjectCount, v))
+		n := int64(objects[k])
+		if n < 0 || n > MaxObjectCount {
+			problems = append(problems, fmt.Sprintf("spec.objects.%s %s, got %s", k, wrongType["objects.*"], bytes.TrimSpace(rawValues[k])))
 			continue
 		}
 		if c := objectCounts[i]; n < c.min {
@@ -107,16 +97,9 @@ func parseObjects(raw json.RawMessage) (map[corev1.ResourceName]int64, []string)
 	return counts, nil
 }
 
-// parseEphemeralStorage reads the optional spec.ephemeralStorage and fills
+// checkEphemeralStorage reads the optional spec.ephemeralStorage and fills
 // spec's EphemeralStorage and its per-container default, total / pods.
-func parseEphemeralStorage(raw json.RawMessage, spec *Spec) error {
-	if raw == nil || string(raw) == "null" {
-		return nil
-	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return fmt.Errorf("must be a quantity string such as \"4Gi\", got %s", raw)
-	}
+func checkEphemeralStorage(s string, spec *Spec) error {
 	c, err := CanonicalQuantity(s)
 	if err != nil {
 		return err

@@ -1,11 +1,11 @@
 package teamspace
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 
+	"github.com/labhub/teamspace/hook/api/v1alpha1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
@@ -15,9 +15,6 @@ import (
 const (
 	RoleBindingName = "team-owners"
 	OwnerRole       = "admin"
-	// MaxOwners bounds spec.owners, as crd.yaml does (it keeps the CEL
-	// duplicate check within the API server's cost budget).
-	MaxOwners = 32
 )
 
 // Ready reasons of the RoleBinding. OwnerReserved: spec.owners names a
@@ -29,25 +26,14 @@ const (
 )
 
 // Owner is one entry of spec.owners: a RoleBinding subject.
-type Owner struct {
-	Kind      string `json:"kind"`
-	Name      string `json:"name"`
-	Namespace string `json:"namespace,omitempty"`
-}
+type Owner = v1alpha1.Owner
 
-// parseOwners checks spec.owners as crd.yaml does: a known kind, a name,
+// checkOwners checks spec.owners as crd.yaml does: a known kind, a name,
 // a namespace for a ServiceAccount only, no name twice. Names must be
 // unique even across kinds: Metacontroller merges a list whose items all
 // have a "name" as a map keyed by it, so a User and a Group of the same
 // name would collapse into one subject.
-func parseOwners(raw json.RawMessage) ([]Owner, []string) {
-	if raw == nil || string(raw) == "null" {
-		return nil, nil
-	}
-	var owners []Owner
-	if err := json.Unmarshal(raw, &owners); err != nil {
-		return nil, []string{fmt.Sprintf("spec.owners must be a list of {kind, name, namespace}, got %s", raw)}
-	}
+func checkOwners(owners []Owner) ([]Owner, []string) {
 	var problems []string
 	if len(owners) > MaxOwners {
 		problems = append(problems, fmt.Sprintf("spec.owners has %d entries, at most %d", len(owners), MaxOwners))

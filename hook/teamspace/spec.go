@@ -4,21 +4,24 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"math"
+	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/labhub/teamspace/hook/api/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-// Limits of spec.pods, as in crd.yaml.
+// Bounds and defaults of the API (hook/api/v1alpha1, where crd.yaml's
+// markers spell them too).
 const (
-	MinPods = 1
-	MaxPods = 50
-	// DefaultCPU is spec.cpu when the API server did not default it (the
-	// CRD's default).
-	DefaultCPU = "1"
+	MinPods            = v1alpha1.MinPods
+	MaxPods            = v1alpha1.MaxPods
+	DefaultCPU         = v1alpha1.DefaultCPU
+	DefaultPodSecurity = v1alpha1.DefaultPodSecurity
+	MaxOwners          = v1alpha1.MaxOwners
+	MaxObjectCount     = v1alpha1.MaxObjectCount
 )
 
 // Spec is a valid TeamSpace spec with its values in the canonical form the
@@ -53,20 +56,17 @@ type Spec struct {
 	Objects map[corev1.ResourceName]int64
 }
 
-// Pod Security levels of spec.podSecurity.
-const DefaultPodSecurity = "baseline"
-
-var podSecurityLevels = []string{"privileged", "baseline", "restricted"}
-
 // SpecError lists everything wrong with a spec, each problem naming its field.
 type SpecError struct{ Problems []string }
 
 func (e *SpecError) Error() string { return strings.Join(e.Problems, "; ") }
 
-// ParseSpec validates the raw spec the way crd.yaml does. It is needed
+// ParseSpec reads the raw spec through the API's type,
+// v1alpha1.TeamSpaceSpec, and checks it the way crd.yaml does, plus what the
+// schema cannot say, returning the values in canonical form. It is needed
 // although the API server validates too: validation can be bypassed (an
 // older CRD, a direct etcd write), and then the hook must say what is wrong
-// instead of acting on it.
+// instead of acting on it. Every problem is named, each with its field.
 func ParseSpec(raw json.RawMessage) (Spec, error) {
 	var fields map[string]json.RawMessage
 	if len(bytes.TrimSpace(raw)) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
@@ -75,43 +75,52 @@ func ParseSpec(raw json.RawMessage) (Spec, error) {
 	if err := json.Unmarshal(raw, &fields); err != nil {
 		return Spec{}, &SpecError{[]string{"spec must be an object"}}
 	}
+	// A field of the wrong type is named by decodeSpec and then left out
+	// (bad): it is not checked again as the zero value it decoded to.
+	api, bad, problems := decodeSpec(fields)
 	var spec Spec
-	var problems []string
-	pods, err := parsePods(fields["pods"])
-	if err != nil {
-		problems = append(problems, "spec.pods "+err.Error())
+	var err error
+	if !bad["pods"] {
+		if spec.Pods, err = checkPods(api.Pods, present(fields, "pods"), fields["pods"]); err != nil {
+			problems = append(problems, "spec.pods "+err.Error())
+		}
 	}
-	spec.Pods = pods
-	cpu, err := parseCPU(fields["cpu"])
-	if err != nil {
-		problems = append(problems, "spec.cpu "+err.Error())
+	spec.CPU = DefaultCPU
+	if bad["cpu"] {
+		spec.CPU = ""
+	} else if present(fields, "cpu") {
+		if spec.CPU, err = CanonicalQuantity(api.CPU); err != nil {
+			problems = append(problems, "spec.cpu "+err.Error())
+		}
 	}
-	spec.CPU = cpu
-	mem, err := parseMemory(fields["memory"])
-	if err != nil {
-		problems = append(problems, "spec.memory "+err.Error())
+	memoryOK := !bad["memory"]
+	if memoryOK && present(fields, "memory") {
+		if spec.Memory, err = CanonicalQuantity(api.Memory); err != nil {
+			problems = append(problems, "spec.memory "+err.Error())
+			memoryOK = false
+		}
 	}
-	spec.Memory = mem
-	if err == nil && spec.Pods != "" && spec.CPU != "" {
-		problems = append(problems, parseDefaults(fields["defaults"], &spec)...)
+	// The defaults are checked against valid totals only.
+	if memoryOK && !bad["defaults"] && spec.Pods != "" && spec.CPU != "" {
+		problems = append(problems, parseDefaults(api.Defaults, &spec)...)
 	}
-	owners, ownerProblems := parseOwners(fields["owners"])
+	owners, ownerProblems := checkOwners(api.Owners)
 	spec.Owners, spec.ReservedOwners = withoutReserved(owners)
 	problems = append(problems, ownerProblems...)
-	level, err := parsePodSecurity(fields["podSecurity"])
-	if err != nil {
-		problems = append(problems, "spec.podSecurity "+err.Error())
+	spec.PodSecurity = DefaultPodSecurity
+	if present(fields, "podSecurity") && !bad["podSecurity"] {
+		spec.PodSecurity = string(api.PodSecurity)
+		if !slices.Contains(v1alpha1.PodSecurityLevels, api.PodSecurity) {
+			problems = append(problems, "spec.podSecurity "+wrongType["podSecurity"]+", got "+string(fields["podSecurity"]))
+		}
 	}
-	spec.PodSecurity = level
-	iso, err := parseNetworkIsolation(fields["networkIsolation"])
-	if err != nil {
-		problems = append(problems, "spec.networkIsolation "+err.Error())
+	spec.NetworkIsolation = api.NetworkIsolation == nil || *api.NetworkIsolation
+	if present(fields, "ephemeralStorage") && !bad["ephemeralStorage"] {
+		if err := checkEphemeralStorage(api.EphemeralStorage, &spec); err != nil {
+			problems = append(problems, "spec.ephemeralStorage "+err.Error())
+		}
 	}
-	spec.NetworkIsolation = iso
-	if err := parseEphemeralStorage(fields["ephemeralStorage"], &spec); err != nil {
-		problems = append(problems, "spec.ephemeralStorage "+err.Error())
-	}
-	objects, objectProblems := parseObjects(fields["objects"])
+	objects, objectProblems := checkObjects(api.Objects, fields["objects"])
 	spec.Objects = objects
 	problems = append(problems, objectProblems...)
 	if len(problems) > 0 {
@@ -120,34 +129,16 @@ func ParseSpec(raw json.RawMessage) (Spec, error) {
 	return spec, nil
 }
 
-func parsePods(raw json.RawMessage) (string, error) {
-	if raw == nil {
+// checkPods checks spec.pods (raw for the message) and returns it as the
+// quota writes it.
+func checkPods(pods int32, set bool, raw json.RawMessage) (string, error) {
+	if !set {
 		return "", fmt.Errorf("is required (an integer from %d to %d)", MinPods, MaxPods)
 	}
-	var n json.Number
-	// json.Number would also take the string "4": a quoted number is wrong.
-	if raw[0] == '"' || json.Unmarshal(raw, &n) != nil {
-		return "", fmt.Errorf("must be an integer from %d to %d, got %s", MinPods, MaxPods, raw)
+	if pods < MinPods || pods > MaxPods {
+		return "", fmt.Errorf("must be from %d to %d, got %s", MinPods, MaxPods, bytes.TrimSpace(raw))
 	}
-	f, err := strconv.ParseFloat(n.String(), 64)
-	if err != nil || f != math.Trunc(f) {
-		return "", fmt.Errorf("must be an integer from %d to %d, got %s", MinPods, MaxPods, n)
-	}
-	if f < MinPods || f > MaxPods {
-		return "", fmt.Errorf("must be from %d to %d, got %s", MinPods, MaxPods, n)
-	}
-	return strconv.Itoa(int(f)), nil
-}
-
-func parseCPU(raw json.RawMessage) (string, error) {
-	if raw == nil {
-		return DefaultCPU, nil
-	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return "", fmt.Errorf("must be a quantity string such as \"500m\" or \"2\", got %s", raw)
-	}
-	return CanonicalQuantity(s)
+	return strconv.Itoa(int(pods)), nil
 }
 
 // CanonicalQuantity returns a positive quantity in the form the API server
@@ -163,42 +154,4 @@ func CanonicalQuantity(s string) (string, error) {
 		return "", fmt.Errorf("%q must be positive", s)
 	}
 	return q.String(), nil
-}
-
-// parseMemory reads the optional spec.memory: "" when unset.
-func parseMemory(raw json.RawMessage) (string, error) {
-	if raw == nil || string(raw) == "null" {
-		return "", nil
-	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return "", fmt.Errorf("must be a quantity string such as \"512Mi\" or \"2Gi\", got %s", raw)
-	}
-	return CanonicalQuantity(s)
-}
-
-func parsePodSecurity(raw json.RawMessage) (string, error) {
-	if raw == nil || string(raw) == "null" {
-		return DefaultPodSecurity, nil
-	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		for _, l := range podSecurityLevels {
-			if s == l {
-				return s, nil
-			}
-		}
-	}
-	return "", fmt.Errorf("must be one of %s, got %s", strings.Join(podSecurityLevels, ", "), raw)
-}
-
-func parseNetworkIsolation(raw json.RawMessage) (bool, error) {
-	if raw == nil || string(raw) == "null" {
-		return true, nil
-	}
-	var b bool
-	if err := json.Unmarshal(raw, &b); err != nil {
-		return false, fmt.Errorf("must be true or false, got %s", raw)
-	}
-	return b, nil
 }

@@ -154,6 +154,18 @@ func TestParseSpec(t *testing.T) {
 		{name: "pods huge", raw: `{"pods":1e400}`, wantErr: []string{"spec.pods must be an integer"}},
 		{name: "cpu not a string", raw: `{"pods":4,"cpu":2}`, wantErr: []string{"spec.cpu must be a quantity string"}},
 		{name: "both wrong", raw: `{"pods":0,"cpu":"lots"}`, wantErr: []string{"spec.pods", "spec.cpu \"lots\" is not a quantity"}},
+		{name: "both of the wrong type", raw: `{"pods":"4","cpu":2}`, wantErr: []string{`spec.pods must be an integer from 1 to 50, got "4"`, "spec.cpu must be a quantity string such as \"500m\" or \"2\", got 2"}},
+		{name: "one of the wrong type, the rest still checked", raw: `{"pods":"4","memory":"0"}`, wantErr: []string{`spec.pods must be an integer`, `spec.memory "0" must be positive`}},
+		{name: "pods beyond int32 is out of range", raw: `{"pods":1000000000000000000000000000000}`, wantErr: []string{"spec.pods must be from 1 to 50, got 1000000000000000000000000000000"}},
+		{name: "pods below int32 is out of range", raw: `{"pods":-3000000000}`, wantErr: []string{"spec.pods must be from 1 to 50, got -3000000000"}},
+		{name: "pods null is missing", raw: `{"pods":null}`, wantErr: []string{"spec.pods is required"}},
+		{name: "objects count as an integral float", raw: `{"pods":4,"objects":{"secrets":3.0}}`, want: func() Spec {
+			s := seed("4", "1", "250m")
+			s.Objects = map[corev1.ResourceName]int64{"secrets": 3}
+			return s
+		}()},
+		{name: "objects beyond int64", raw: `{"pods":4,"objects":{"secrets":1e30}}`, wantErr: []string{"spec.objects.secrets must be an integer from 0 to 100000, got 1e30"}},
+		{name: "defaults not an object", raw: `{"pods":4,"defaults":"1"}`, wantErr: []string{`spec.defaults must be an object with cpu and memory quantity strings, got "1"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,6 +1,7 @@
 package teamspace
 
 import (
+	"github.com/labhub/teamspace/hook/api/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
@@ -18,13 +19,9 @@ const UsageUnknown = "-"
 // It changes only when the quota's figures do: the engine writes the
 // status only when the answer differs, so an unchanged quota writes
 // nothing, and each change of the quota's status (a pod admitted or gone)
-// costs one status write of the TeamSpace.
-type Usage struct {
-	Pods string `json:"pods"`
-	CPU  string `json:"cpu"`
-	// Memory is set when the quota limits requests.memory.
-	Memory string `json:"memory,omitempty"`
-}
+// costs one status write of the TeamSpace. The type is the API's
+// (status.usage), so the answer has the schema's shape.
+type Usage = v1alpha1.Usage
 
 // quotaUsage reads the observed quota's status (nil: no quota).
 func quotaUsage(quota *Object) *Usage {

@@ -1,11 +1,13 @@
 package cluster_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/labhub/teamspace/tests/golden"
 )
 
 func TestCRDEstablished(t *testing.T) {
@@ -62,8 +64,9 @@ func TestPrinterColumns(t *testing.T) {
 	}
 }
 
-// TestValidation: the API server itself refuses a bad TeamSpace, naming the
-// field, and accepts (and defaults) a good one.
+// TestValidation: the API server itself refuses a name that cannot become
+// namespace team-<name>, and defaults a good spec (the specs it refuses are
+// TestSpecTable's).
 func TestValidation(t *testing.T) {
 	needCluster(t)
 	installCRD(t)
@@ -81,35 +84,6 @@ func TestValidation(t *testing.T) {
 		// want lists what the error must contain: the field path first.
 		want []string
 	}{
-		{"pods 0", teamSpace("v0-"+s, map[string]any{"pods": 0}), []string{"spec.pods", "Invalid value"}},
-		{"pods 51", teamSpace("v51-"+s, map[string]any{"pods": 51}), []string{"spec.pods", "Invalid value"}},
-		{"pods missing", teamSpace("vmissing-"+s, map[string]any{"cpu": "1"}), []string{"spec.pods", "Required value"}},
-		{"spec missing", teamSpace("vnospec-"+s, nil), []string{"spec", "Required value"}},
-		{"pods not an integer", teamSpace("vstr-"+s, map[string]any{"pods": "3"}), []string{"spec.pods", "Invalid value"}},
-		{"cpu lots", teamSpace("vlots-"+s, map[string]any{"pods": 3, "cpu": "lots"}), []string{"spec.cpu", "Invalid value"}},
-		{"cpu -1", teamSpace("vneg-"+s, map[string]any{"pods": 3, "cpu": "-1"}), []string{"spec.cpu", "Invalid value"}},
-		{"cpu 0", teamSpace("vzero-"+s, map[string]any{"pods": 3, "cpu": "0"}), []string{"spec.cpu", "Invalid value"}},
-		{"owner of unknown kind", teamSpace("vokind-"+s, map[string]any{"pods": 3, "owners": []any{map[string]any{"kind": "Robot", "name": "r"}}}), []string{"spec.owners[0].kind", "Unsupported value"}},
-		{"owner with empty name", teamSpace("voname-"+s, map[string]any{"pods": 3, "owners": []any{map[string]any{"kind": "User", "name": ""}}}), []string{"spec.owners[0].name", "Invalid value"}},
-		{"ServiceAccount owner without namespace", teamSpace("vosa-"+s, map[string]any{"pods": 3, "owners": []any{map[string]any{"kind": "ServiceAccount", "name": "ci"}}}), []string{"spec.owners[0].namespace", "required for a ServiceAccount"}},
-		{"User owner with namespace", teamSpace("vons-"+s, map[string]any{"pods": 3, "owners": []any{map[string]any{"kind": "User", "name": "ann", "namespace": "x"}}}), []string{"spec.owners[0].namespace", "not allowed for a User"}},
-		{"ServiceAccount owner with a bad name", teamSpace("vosan-"+s, map[string]any{"pods": 3, "owners": []any{map[string]any{"kind": "ServiceAccount", "name": "A_b", "namespace": "x"}}}), []string{"spec.owners[0].name", "DNS-1123 subdomain"}},
-		{"duplicate owners", teamSpace("vodup-"+s, map[string]any{"pods": 3, "owners": []any{map[string]any{"kind": "User", "name": "ann"}, map[string]any{"kind": "User", "name": "ann"}}}), []string{"spec.owners", "same name twice"}},
-		{"same name for a User and a Group", teamSpace("vodupk-"+s, map[string]any{"pods": 3, "owners": []any{map[string]any{"kind": "User", "name": "ann"}, map[string]any{"kind": "Group", "name": "ann"}}}), []string{"spec.owners", "same name twice"}},
-		{"defaults.cpu above cpu", teamSpace("vdcpu-"+s, map[string]any{"pods": 3, "cpu": "1", "defaults": map[string]any{"cpu": "2"}}), []string{"spec.defaults.cpu", "must not exceed spec.cpu"}},
-		{"defaults.cpu 0", teamSpace("vdcpu0-"+s, map[string]any{"pods": 3, "defaults": map[string]any{"cpu": "0"}}), []string{"spec.defaults.cpu", "positive quantity"}},
-		{"memory 0", teamSpace("vmem0-"+s, map[string]any{"pods": 3, "memory": "0"}), []string{"spec.memory", "positive quantity"}},
-		{"memory lots", teamSpace("vmeml-"+s, map[string]any{"pods": 3, "memory": "lots"}), []string{"spec.memory", "positive quantity"}},
-		{"defaults.memory without memory", teamSpace("vdmem-"+s, map[string]any{"pods": 3, "defaults": map[string]any{"memory": "1Gi"}}), []string{"spec.defaults.memory", "needs spec.memory"}},
-		{"defaults.memory above memory", teamSpace("vdmemx-"+s, map[string]any{"pods": 3, "memory": "1Gi", "defaults": map[string]any{"memory": "2Gi"}}), []string{"spec.defaults.memory", "must not exceed spec.memory"}},
-		{"podSecurity open", teamSpace("vpsa-"+s, map[string]any{"pods": 3, "podSecurity": "open"}), []string{"spec.podSecurity", "Unsupported value"}},
-		{"networkIsolation not a boolean", teamSpace("vnet-"+s, map[string]any{"pods": 3, "networkIsolation": "no"}), []string{"spec.networkIsolation", "Invalid value"}},
-		{"ephemeralStorage 0", teamSpace("veph0-"+s, map[string]any{"pods": 3, "ephemeralStorage": "0"}), []string{"spec.ephemeralStorage", "positive quantity"}},
-		{"objects of an unknown kind", teamSpace("vobjk-"+s, map[string]any{"pods": 3, "objects": map[string]any{"deployments": 3}}), []string{"spec.objects", "takes only configmaps"}},
-		{"objects negative", teamSpace("vobjn-"+s, map[string]any{"pods": 3, "objects": map[string]any{"secrets": -1}}), []string{"spec.objects.secrets", "greater than or equal to 0"}},
-		{"objects above the most", teamSpace("vobjm-"+s, map[string]any{"pods": 3, "objects": map[string]any{"secrets": 100001}}), []string{"spec.objects.secrets", "less than or equal to 100000"}},
-		{"objects configmaps 0", teamSpace("vobjc-"+s, map[string]any{"pods": 3, "objects": map[string]any{"configmaps": 0}}), []string{"spec.objects", "configmaps must be at least 1"}},
-		{"objects resourcequotas 1", teamSpace("vobjq-"+s, map[string]any{"pods": 3, "objects": map[string]any{"resourcequotas": 1}}), []string{"spec.objects", "resourcequotas must be at least 2"}},
 		{"name a.b", teamSpace("a.b", map[string]any{"pods": 3}), []string{"metadata.name", "Invalid value"}},
 		{"name Upper", teamSpace("Upper", map[string]any{"pods": 3}), []string{"metadata.name", "Invalid value"}},
 		{"name of 59 characters", teamSpace(nameOfLength(59), map[string]any{"pods": 3}), []string{"metadata.name", "Invalid value"}},
@@ -159,6 +133,37 @@ func TestValidation(t *testing.T) {
 			}
 			if pods := str(field(got, "spec", "pods")); pods != fmt.Sprint(tc.spec["pods"]) {
 				t.Errorf("spec.pods = %q, want %v", pods, tc.spec["pods"])
+			}
+		})
+	}
+}
+
+// TestSpecTable runs the spec table (hook/api/v1alpha1/testdata/specs.json)
+// against the API server with crd.yaml: every spec the hook's validation
+// accepts (hook/teamspace TestSpecTable runs the same rows there) the API
+// server accepts, and every spec it refuses the API server refuses, naming
+// the same field. Server-side dry runs: nothing is stored. Field
+// validation Warn, the API's own default (kubectl's is Strict): an unknown
+// field is pruned, as the hook ignores it.
+func TestSpecTable(t *testing.T) {
+	needCluster(t)
+	installCRD(t)
+	s := suffix(t, 6)
+	for i, c := range golden.SpecCases(t) {
+		t.Run(c.Name, func(t *testing.T) {
+			var spec map[string]any
+			if err := json.Unmarshal(c.Spec, &spec); err != nil {
+				t.Fatal(err)
+			}
+			obj := teamSpace(fmt.Sprintf("vt%d-%s", i, s), spec)
+			_, err := kubectl(t, obj, "create", "--dry-run=server", "--validate=warn", "-f", "-")
+			switch {
+			case c.Field == "" && err != nil:
+				t.Errorf("the API server refuses %s: %v; the hook accepts it", c.Spec, err)
+			case c.Field != "" && err == nil:
+				t.Errorf("the API server accepts %s; the hook refuses it, naming %s", c.Spec, c.Field)
+			case c.Field != "" && (!strings.Contains(err.Error(), "is invalid") || !strings.Contains(err.Error(), c.Field+":") && !strings.Contains(err.Error(), c.Field+"[") && !strings.Contains(err.Error(), c.Field+".")):
+				t.Errorf("the API server refuses %s with %v, want a validation error naming %s", c.Spec, err, c.Field)
 			}
 		})
 	}
