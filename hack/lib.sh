@@ -561,17 +561,35 @@ ensure_limits_config() {
 	fi
 }
 
-# apply_requested_by KUBECTL...: applies hack/deploy/requested-by.yaml (the
-# API server records who asked for each TeamSpace) where the API server
-# serves MutatingAdmissionPolicy in admissionregistration.k8s.io/v1
-# (Kubernetes 1.36 and later); on an older one it says so in one line and
-# goes on without it. Used by hack/deploy/install.sh and hack/up.sh.
-apply_requested_by() {
+# platform_manifests KUBECTL...: prints the platform, hack/deploy's
+# kustomization (the roles, the guard rails, every admission policy: listed
+# there once), rendered by KUBECTL kustomize, as this API server can take
+# it: where it serves no MutatingAdmissionPolicy v1 (Kubernetes < 1.36)
+# without requested-by.yaml's policies (new TeamSpaces are then not stamped
+# with who asked), saying so in one line. hack/deploy/install.sh and
+# hack/up.sh apply exactly this, hack/deploy/uninstall.sh deletes it.
+platform_manifests() {
 	if "$@" get --raw /apis/admissionregistration.k8s.io/v1 2>/dev/null | grep -q '"name":"mutatingadmissionpolicies"'; then
-		"$@" apply -f "${TEAMSPACE_ROOT}/hack/deploy/requested-by.yaml" >&2
+		"$@" kustomize "${TEAMSPACE_ROOT}/hack/deploy"
 	else
 		say "requested-by: this API server has no MutatingAdmissionPolicy v1 (Kubernetes < 1.36): new TeamSpaces are not stamped with who asked (the limits still refuse a forged one)"
+		"$@" kustomize "${TEAMSPACE_ROOT}/hack/deploy" | without_kinds 'MutatingAdmissionPolicy|MutatingAdmissionPolicyBinding'
 	fi
+}
+
+# without_kinds REGEX copies a YAML stream as kustomize writes it (documents
+# separated by "---", "kind:" at the start of a line), leaving out the
+# documents whose kind matches REGEX entirely.
+without_kinds() {
+	awk -v re="^kind: (${1})\$" '
+		function flush() {
+			if (doc != "" && !drop) printf "%s---\n", doc
+			doc = ""
+			drop = 0
+		}
+		/^---$/ { flush(); next }
+		{ doc = doc $0 "\n"; if ($0 ~ re) drop = 1 }
+		END { flush() }'
 }
 
 # wait_teamspaces_admitted KUBECTL...: waits (60 s at most) until the API

@@ -265,13 +265,12 @@ up() {
 	# The engine's CRDs must exist before it starts; crd.yaml before the controller.
 	say "applying Metacontroller's CRDs ($engine_crds) and crd.yaml"
 	kubectl apply -f "$engine_crds" >&2
-	kubectl apply -f "$repo/crd.yaml" -f "$repo/hack/deploy/roles.yaml" -f "$repo/hack/deploy/guardrails.yaml" >&2
-	# The platform limits, as install.sh applies them: the policy always,
-	# the ConfigMap (in teamspace-system) only when missing.
+	kubectl apply -f "$repo/crd.yaml" >&2
+	# The platform as install.sh applies it (hack/deploy/kustomization.yaml),
+	# and the limits ConfigMap (in teamspace-system) only when missing.
+	platform_manifests kubectl | kubectl apply -f - >&2
 	kubectl create namespace teamspace-system --dry-run=client -o yaml | kubectl apply -f - >&2
-	kubectl apply -f "$repo/hack/deploy/limits.yaml" -f "$repo/hack/deploy/namespaces.yaml" -f "$repo/hack/deploy/owner-access.yaml" >&2
 	ensure_limits_config kubectl
-	apply_requested_by kubectl
 	kubectl wait --for=condition=Established --timeout=60s \
 		crd/compositecontrollers.metacontroller.k8s.io \
 		crd/decoratorcontrollers.metacontroller.k8s.io \

@@ -201,12 +201,12 @@ apply() { kc apply --server-side --force-conflicts --field-manager=teamspace-ins
 
 say "applying Metacontroller's CRDs from $METACONTROLLER_CRDS"
 apply -f "$METACONTROLLER_CRDS" >&2
-say "applying $repo/crd.yaml, $deploy_dir/rbac.yaml, $deploy_dir/roles.yaml and the admission policies ($deploy_dir/guardrails.yaml, limits.yaml, namespaces.yaml, owner-access.yaml)"
-apply -f "$repo/crd.yaml" -f "$deploy_dir/rbac.yaml" -f "$deploy_dir/roles.yaml" -f "$deploy_dir/guardrails.yaml" \
-	-f "$deploy_dir/limits.yaml" -f "$deploy_dir/namespaces.yaml" -f "$deploy_dir/owner-access.yaml" >&2
+say "applying $repo/crd.yaml and the engine's identity, $deploy_dir/rbac.yaml"
+apply -f "$repo/crd.yaml" -f "$deploy_dir/rbac.yaml" >&2
+say "applying the platform, $deploy_dir/kustomization.yaml: the roles, the guard rails and the admission policies"
+platform_manifests kc | apply -f - >&2
 say "team-* namespaces: only the engine (ServiceAccount $TS_NAMESPACE/$TS_SERVICE_ACCOUNT, ClusterRole teamspace-metacontroller), system:masters and holders of ClusterRole teamspace-team-namespaces may create them"
 ensure_limits_config kc
-apply_requested_by kc
 kc wait --for=condition=Established --timeout=60s \
 	crd/compositecontrollers.metacontroller.k8s.io crd/"$TS_CRD" >&2
 wait_teamspaces_admitted kc || die "TeamSpaces are not admitted; see the API server's log"

@@ -159,8 +159,9 @@ EOF
 	say "DELETING CRD $TS_CRD (annotated $TS_ALLOW_DELETE=true first, as the guard rails require)"
 	kc annotate --overwrite crd "$TS_CRD" "$TS_ALLOW_DELETE=true" >&2
 	del crd "$TS_CRD"
-	del -f "$deploy_dir/guardrails.yaml" -f "$deploy_dir/limits.yaml" -f "$deploy_dir/limits-config.yaml" -f "$deploy_dir/namespaces.yaml" -f "$deploy_dir/owner-access.yaml" -f "$deploy_dir/roles.yaml"
-	del -f "$deploy_dir/requested-by.yaml" 2>/dev/null || true # absent before Kubernetes 1.36
+	say "deleting the platform ($deploy_dir/kustomization.yaml) and the limits ConfigMap"
+	platform_manifests kc | del -f -
+	del -f "$deploy_dir/limits-config.yaml"
 elif [[ -n $have_crd ]]; then
 	busy=$(deleting)
 	if [[ -n $busy ]]; then

@@ -218,6 +218,14 @@ func TestInstallUninstall(t *testing.T) {
 					t.Errorf("%v missing after install", obj)
 				}
 			}
+			// The whole platform, as the in-cluster install renders it
+			// (TestInstallPathsAgree): every object is there.
+			for _, o := range decodeManifests(t, []byte(platformAs(t, discovery136).stdout)) {
+				kind := str(o, "kind") + "." + strings.Split(str(o, "apiVersion"), "/")[0]
+				if !exists(t, kind, str(o, "metadata", "name")) {
+					t.Errorf("%s %s of hack/deploy/kustomization.yaml missing after install.sh", kind, str(o, "metadata", "name"))
+				}
+			}
 			if got := kubectlOK(t, "-n", "teamspace-system", "get", "configmap", "teamspace-limits", "-o", "jsonpath={.data.maxPods}"); got != "33" {
 				t.Errorf("the platform's maxPods after install.sh again: %q, want its own 33 kept", got)
 			}

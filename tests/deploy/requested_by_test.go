@@ -3,49 +3,81 @@ package deploy
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 )
 
-// TestApplyRequestedByRelease: apply_requested_by (hack/lib.sh, used by
-// install.sh and up.sh) applies requested-by.yaml where the API server
-// serves MutatingAdmissionPolicy in admissionregistration.k8s.io/v1
-// (Kubernetes 1.36+), and on an older release says so in one line and
-// applies nothing. The API server is a stand-in kubectl that answers the
-// discovery request as each release would and logs every call.
-func TestApplyRequestedByRelease(t *testing.T) {
+// platformAs runs platform_manifests (hack/lib.sh: what install.sh and
+// hack/up.sh apply and uninstall.sh deletes) against a stand-in kubectl
+// that answers the discovery request with discovery, as a release would,
+// and renders with the real kubectl kustomize.
+func platformAs(t *testing.T, discovery string) result {
+	t.Helper()
+	needKubectl(t)
+	dir := t.TempDir()
+	fake := filepath.Join(dir, "kubectl")
+	script := "#!/bin/sh\n" +
+		"[ \"$*\" = \"get --raw /apis/admissionregistration.k8s.io/v1\" ] && { printf '%s\\n' \"$DISCOVERY\"; exit 0; }\n" +
+		"[ \"$1\" = kustomize ] && exec \"$REAL_KUBECTL\" \"$@\"\n" +
+		"echo \"unexpected kubectl $*\" >&2; exit 1\n"
+	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	real, err := exec.LookPath("kubectl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	r := runCmd(ctx, repoRoot(t), []string{"DISCOVERY=" + discovery, "REAL_KUBECTL=" + real}, nil, "bash", "-c",
+		`set -euo pipefail; source hack/lib.sh; say() { printf 'test: %s\n' "$*" >&2; }; platform_manifests "$1"`, "bash", fake)
+	if r.err != nil {
+		t.Fatalf("platform_manifests: %v", r)
+	}
+	return r
+}
+
+const (
+	discovery135 = `{"kind":"APIResourceList","groupVersion":"admissionregistration.k8s.io/v1","resources":[{"name":"validatingadmissionpolicies","kind":"ValidatingAdmissionPolicy"}]}`
+	discovery136 = `{"kind":"APIResourceList","groupVersion":"admissionregistration.k8s.io/v1","resources":[{"name":"mutatingadmissionpolicies","kind":"MutatingAdmissionPolicy"},{"name":"validatingadmissionpolicies","kind":"ValidatingAdmissionPolicy"}]}`
+)
+
+// TestPlatformManifestsRelease: where the API server serves
+// MutatingAdmissionPolicy in admissionregistration.k8s.io/v1 (Kubernetes
+// 1.36+) platform_manifests is hack/deploy's kustomization as it renders,
+// silently; on an older release the same without requested-by.yaml's
+// policies, and one line that says so.
+func TestPlatformManifestsRelease(t *testing.T) {
+	full := kustomize(t, "hack/deploy")
 	for _, c := range []struct {
 		release, discovery string
-		applied            bool
+		requestedBy        bool
 	}{
-		{"1.35", `{"kind":"APIResourceList","groupVersion":"admissionregistration.k8s.io/v1","resources":[{"name":"validatingadmissionpolicies","kind":"ValidatingAdmissionPolicy"}]}`, false},
-		{"1.36", `{"kind":"APIResourceList","groupVersion":"admissionregistration.k8s.io/v1","resources":[{"name":"mutatingadmissionpolicies","kind":"MutatingAdmissionPolicy"},{"name":"validatingadmissionpolicies","kind":"ValidatingAdmissionPolicy"}]}`, true},
+		{"1.35", discovery135, false},
+		{"1.36", discovery136, true},
 	} {
 		t.Run(c.release, func(t *testing.T) {
-			dir := t.TempDir()
-			calls := filepath.Join(dir, "calls")
-			fake := filepath.Join(dir, "kubectl")
-			script := "#!/bin/sh\necho \"$*\" >>" + calls + "\n" +
-				"[ \"$*\" = \"get --raw /apis/admissionregistration.k8s.io/v1\" ] && printf '%s\\n' \"$DISCOVERY\"\nexit 0\n"
-			if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
-				t.Fatal(err)
+			r := platformAs(t, c.discovery)
+			got := decodeManifests(t, []byte(r.stdout))
+			var want []map[string]any
+			for _, o := range full {
+				if c.requestedBy || !strings.HasPrefix(str(o, "kind"), "MutatingAdmissionPolicy") {
+					want = append(want, o)
+				}
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			r := runCmd(ctx, repoRoot(t), []string{"DISCOVERY=" + c.discovery}, nil, "bash", "-c",
-				`source hack/lib.sh; say() { printf 'test: %s\n' "$*" >&2; }; apply_requested_by "$1"`, "bash", fake)
-			if r.err != nil {
-				t.Fatalf("apply_requested_by: %v", r)
+			if len(got) != len(want) || len(want) == 0 {
+				t.Fatalf("%d objects, want %d", len(got), len(want))
 			}
-			log, _ := os.ReadFile(calls)
-			applied := strings.Contains(string(log), "apply -f "+filepath.Join(repoRoot(t), "hack", "deploy", "requested-by.yaml"))
-			if applied != c.applied {
-				t.Errorf("requested-by.yaml applied: %v, want %v; kubectl calls:\n%s", applied, c.applied, log)
+			for i := range want {
+				if jsonText(got[i]) != jsonText(want[i]) {
+					t.Errorf("object %d: got %s\nwant %s", i, jsonText(got[i]), jsonText(want[i]))
+				}
 			}
 			lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
-			if c.applied {
+			if c.requestedBy {
 				if strings.TrimSpace(r.stderr) != "" {
 					t.Errorf("said %q, want nothing", r.stderr)
 				}
@@ -53,5 +85,86 @@ func TestApplyRequestedByRelease(t *testing.T) {
 				t.Errorf("said %q, want one line that MutatingAdmissionPolicy v1 is missing", r.stderr)
 			}
 		})
+	}
+}
+
+// TestInstallPathsAgree: the three ways TeamSpace reaches a cluster apply
+// the same platform. The in-cluster install (kubectl apply -k of the
+// repository) renders crd.yaml, the CompositeController, the hook's own
+// objects (kustomize/base) and exactly what platform_manifests gives
+// install.sh and hack/up.sh; and those scripts, with uninstall.sh, name no
+// file of the platform on their own (each is listed once, in
+// hack/deploy/kustomization.yaml). TestInstallUninstall then finds every
+// one of them in the cluster after install.sh.
+func TestInstallPathsAgree(t *testing.T) {
+	inCluster := kustomize(t, ".")
+	platform := decodeManifests(t, []byte(platformAs(t, discovery136).stdout))
+	hookOnly := kustomize(t, "hack/deploy/kustomize/base")
+	want := append(append(readManifest(t, "crd.yaml"), platform...), find(inCluster, "CompositeController", "teamspace"))
+	want = append(want, hookOnly...)
+	key := func(o map[string]any) string { return str(o, "kind") + " " + str(o, "metadata", "name") }
+	if len(inCluster) != len(want) {
+		var a, b []string
+		for _, o := range inCluster {
+			a = append(a, key(o))
+		}
+		for _, o := range want {
+			b = append(b, key(o))
+		}
+		t.Errorf("kubectl kustomize . renders %d objects, want %d:\n  %s\nwant\n  %s", len(a), len(b), strings.Join(a, "\n  "), strings.Join(b, "\n  "))
+	}
+	for _, w := range want {
+		g := find(inCluster, str(w, "kind"), str(w, "metadata", "name"))
+		if g == nil || jsonText(g) != jsonText(w) && str(w, "kind") != "CompositeController" {
+			t.Errorf("the in-cluster install renders %s as %s, the platform as %s", key(w), jsonText(g), jsonText(w))
+		}
+	}
+	files := platformFiles(t)
+	for _, script := range []string{"hack/deploy/install.sh", "hack/up.sh", "hack/deploy/uninstall.sh"} {
+		var code []string // comments may name the files
+		for _, l := range strings.Split(string(mustRead(t, script)), "\n") {
+			if !strings.HasPrefix(strings.TrimSpace(l), "#") {
+				code = append(code, l)
+			}
+		}
+		text := strings.Join(code, "\n")
+		if !strings.Contains(text, "platform_manifests") {
+			t.Errorf("%s does not use platform_manifests", script)
+		}
+		for _, f := range files {
+			if strings.Contains(text, filepath.Base(f)) {
+				t.Errorf("%s names %s itself: it is applied through hack/deploy/kustomization.yaml", script, filepath.Base(f))
+			}
+		}
+	}
+}
+
+// TestApplyKustomization: the repository's kustomization.yaml is what
+// `kubectl apply -k` takes as it is (no load-restrictor flag): the API
+// server accepts every object of it (a server-side dry run), and on a
+// cluster without Metacontroller's CRDs the apply fails naming the kind it
+// needs from them.
+func TestApplyKustomization(t *testing.T) {
+	needCluster(t)
+	crds := metacontrollerCRDs(t)
+	skipIfInstalled(t)
+	// The dry run stores nothing: the hook's namespace must exist for the
+	// objects in it to be checked.
+	if !exists(t, "namespace", "teamspace-system") {
+		kubectlOK(t, "create", "namespace", "teamspace-system")
+		t.Cleanup(func() { kubectl(t, "delete", "namespace", "teamspace-system", "--ignore-not-found", "--wait=false") })
+	}
+	kubectlOK(t, "apply", "-f", crds)
+	if r := kubectl(t, "apply", "-k", repoRoot(t), "--dry-run=server"); r.err != nil {
+		t.Fatalf("kubectl apply -k . with Metacontroller's CRDs: %v", r)
+	}
+
+	kubectlOK(t, "delete", "-f", crds, "--wait=true")
+	t.Cleanup(func() { kubectl(t, "apply", "-f", crds) })
+	// A fresh discovery cache: as on a cluster that never had them.
+	r := kubectl(t, "apply", "-k", repoRoot(t), "--dry-run=server", "--cache-dir="+t.TempDir())
+	want := `no matches for kind "CompositeController" in version "metacontroller.k8s.io/v1alpha1"`
+	if r.err == nil || !strings.Contains(r.stderr, want) {
+		t.Errorf("kubectl apply -k . without Metacontroller's CRDs: %v; want it to fail with %q", r, want)
 	}
 }

@@ -7,11 +7,12 @@ import (
 	"testing"
 )
 
-// TestKustomizeTLSOverlay: the TLS overlay makes the hook serve HTTPS with a
-// bearer token from mounted Secrets, and the CompositeController call it
-// over https with the CA and token from the same Secrets.
+// TestKustomizeTLSOverlay: the TLS component, in an overlay of the in-cluster
+// install, makes the hook serve HTTPS with a bearer token from mounted
+// Secrets, and the CompositeController call it over https with the CA and
+// token from the same Secrets.
 func TestKustomizeTLSOverlay(t *testing.T) {
-	objs := kustomize(t, "hack/deploy/kustomize/in-cluster-tls")
+	objs := kustomize(t, tlsOverlay(t))
 	checks := []struct {
 		name  string
 		check func() error
