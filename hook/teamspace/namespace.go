@@ -105,15 +105,44 @@ func (r *Request) namespaceConflict() (string, bool) {
 	return fmt.Sprintf("namespace %s already exists and %s; it is never adopted: delete it, or use another TeamSpace name", nsName, holder), true
 }
 
-// namespaceNotReady says why the children inside the namespace cannot be
-// there yet: it is missing, terminating or not Active. ok is false when the
-// namespace is Active.
-func (r *Request) namespaceNotReady() (reason, message string, ok bool) {
-	name := r.Parent.Metadata.Name
-	nsName := NamespaceName(name)
+// namespaceState is where the observed namespace is in its life: the one
+// place Sync reads it from (which children it asks for, whether the
+// TeamSpace is still being created, why it is not Ready).
+type namespaceState int
+
+const (
+	namespaceMissing namespaceState = iota
+	// namespaceTerminating: deleted (deletionTimestamp) or in phase
+	// Terminating; nothing can be created in it.
+	namespaceTerminating
+	// namespaceNotActive: neither terminating nor Active (a phase the
+	// API server has not filled yet); children may be created in it, but
+	// the TeamSpace is not Ready.
+	namespaceNotActive
+	namespaceActive
+)
+
+func (r *Request) namespaceState() namespaceState {
 	ns := r.observedNamespace()
 	switch {
 	case ns == nil:
+		return namespaceMissing
+	case isTerminating(ns):
+		return namespaceTerminating
+	case ns.Status.Phase != "Active":
+		return namespaceNotActive
+	}
+	return namespaceActive
+}
+
+// namespaceNotReady says why the TeamSpace cannot be Ready for its
+// namespace: it is missing, terminating or not Active. ok is false when
+// the namespace is Active.
+func (r *Request) namespaceNotReady() (reason, message string, ok bool) {
+	name := r.Parent.Metadata.Name
+	nsName := NamespaceName(name)
+	switch r.namespaceState() {
+	case namespaceMissing:
 		// The hook cannot see why a create fails (the engine writes this
 		// status after a failed child write, without the error), but the
 		// engine records the error as a SyncError event on the TeamSpace:
@@ -121,10 +150,10 @@ func (r *Request) namespaceNotReady() (reason, message string, ok bool) {
 		// team- prefix (namespaces.yaml) when the engine lacks its grant.
 		return ReasonNamespacePending, fmt.Sprintf(
 			"waiting for namespace %s to be created; if this lasts, the engine's error is in the TeamSpace's events (kubectl describe teamspace %s)", nsName, name), true
-	case isTerminating(ns):
+	case namespaceTerminating:
 		return ReasonNamespaceTerminating, fmt.Sprintf("namespace %s is terminating; it is created again once it is gone", nsName), true
-	case ns.Status.Phase != "Active":
-		return ReasonNamespaceNotActive, fmt.Sprintf("namespace %s is in phase %q, want Active", nsName, ns.Status.Phase), true
+	case namespaceNotActive:
+		return ReasonNamespaceNotActive, fmt.Sprintf("namespace %s is in phase %q, want Active", nsName, r.observedNamespace().Status.Phase), true
 	}
 	return "", "", false
 }

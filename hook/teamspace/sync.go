@@ -33,8 +33,8 @@ func Sync(r *Request) *Response {
 		return syncOverAllowance(r, resp, reason, msg)
 	}
 
-	ns := r.observedNamespace()
-	insideAllowed := ns != nil && !isTerminating(ns)
+	state := r.namespaceState()
+	insideAllowed := state != namespaceMissing && state != namespaceTerminating
 	var wanted []wantedChild
 	for _, t := range childTypes {
 		o := r.observed(t)
@@ -83,7 +83,7 @@ func Sync(r *Request) *Response {
 // that the engine writes it once, not twice (BENCHMARKS.md §5). The
 // message depends on the spec only, for the same reason.
 func (r *Request) creating(wanted []wantedChild) (string, bool) {
-	if ns := r.observedNamespace(); ns != nil && (isTerminating(ns) || ns.Status.Phase != "Active") {
+	if s := r.namespaceState(); s != namespaceMissing && s != namespaceActive {
 		return "", false
 	}
 	name := r.Parent.Metadata.Name
