@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -167,4 +168,66 @@ func TestApplyKustomization(t *testing.T) {
 	if r.err == nil || !strings.Contains(r.stderr, want) {
 		t.Errorf("kubectl apply -k . without Metacontroller's CRDs: %v; want it to fail with %q", r, want)
 	}
+}
+
+// TestPolicyCopiesAgree: CEL cannot be shared between admission policies,
+// so a few expressions are written out in each policy that needs them.
+// Every copy must read as the first: who is exempt from the platform's
+// limits (limits.yaml's variable exempt; matchConditions not-exempt
+// elsewhere are its negation), and the <kind>=<count> entries of
+// defaultObjects and maxObjects.
+func TestPolicyCopiesAgree(t *testing.T) {
+	norm := func(s string) string { return strings.Join(strings.Fields(s), " ") }
+	var exempt string
+	for _, o := range readManifest(t, "hack/deploy/limits.yaml") {
+		for _, v := range asList(field(o, "spec", "variables")) {
+			if str(v, "name") == "exempt" {
+				exempt = norm(str(v, "expression"))
+			}
+		}
+	}
+	if exempt == "" {
+		t.Fatal("limits.yaml has no variable exempt")
+	}
+	copies := 0
+	countEntry := regexp.MustCompile(`'\^\[a-z\.\]\+=[^']*'`)
+	var entries []string
+	for _, f := range platformFiles(t) {
+		for _, o := range readManifest(t, f) {
+			for _, list := range []string{"matchConditions", "variables"} {
+				for _, e := range asList(field(o, "spec", list)) {
+					want := ""
+					switch name := str(e, "name"); {
+					case name == "not-exempt":
+						want = "!" + exempt
+					case name == "exempt":
+						want = exempt
+					default:
+						continue
+					}
+					copies++
+					if got := norm(str(e, "expression")); got != want {
+						t.Errorf("%s: %s %s %s reads\n  %s\nwant\n  %s", f, str(o, "kind"), str(o, "metadata", "name"), str(e, "name"), got, want)
+					}
+				}
+			}
+		}
+		entries = append(entries, countEntry.FindAllString(string(mustRead(t, f)), -1)...)
+	}
+	if copies < 6 {
+		t.Errorf("found %d copies of the exemption, want every policy that has one (at least 6)", copies)
+	}
+	if len(entries) < 2 {
+		t.Errorf("found the <kind>=<count> pattern %d times, want it in limits.yaml and requested-by.yaml", len(entries))
+	}
+	for _, e := range entries {
+		if e != entries[0] {
+			t.Errorf("a <kind>=<count> pattern reads %s, another %s", e, entries[0])
+		}
+	}
+}
+
+func asList(v any) []any {
+	l, _ := v.([]any)
+	return l
 }
