@@ -246,7 +246,9 @@ func TestFinalizeWaitsForTheArchive(t *testing.T) {
 			if len(got.Children) != c.wantChildren {
 				t.Errorf("%d children answered, want every observed one kept (%d): %+v", len(got.Children), c.wantChildren, got.Children)
 			}
-			if n := len(got.Status.Conditions); n != 1 || got.Status.Conditions[0].Reason != "ArchivePending" ||
+			// Ready False, and Reconciling beside it (condition.go).
+			if n := len(got.Status.Conditions); n != 2 || got.Status.Conditions[0].Type != teamspace.ConditionReady ||
+				got.Status.Conditions[0].Reason != "ArchivePending" ||
 				!strings.Contains(got.Status.Conditions[0].Message, "nothing is deleted until it is stored") {
 				t.Errorf("conditions %+v, want Ready False ArchivePending saying nothing is deleted", got.Status.Conditions)
 			}

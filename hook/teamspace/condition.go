@@ -1,13 +1,31 @@
 package teamspace
 
 import (
+	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// ConditionReady is the one condition a TeamSpace reports.
-const ConditionReady = "Ready"
+// The conditions a TeamSpace reports. Ready is always there. Reconciling
+// and Stalled follow the "abnormal-true" convention of kstatus
+// (sigs.k8s.io/cli-utils, what Flux and kpt wait with), present only while
+// they are True: Reconciling while the TeamSpace is on its way (kstatus
+// InProgress), Stalled where a person must act (kstatus Failed). Ready
+// True has neither (kstatus Current).
+const (
+	ConditionReady       = "Ready"
+	ConditionReconciling = "Reconciling"
+	ConditionStalled     = "Stalled"
+)
+
+// stalledReasons are the Ready reasons no sync can end: the spec, a
+// conflict, the requester's allowance, the platform's limits or a
+// reserved owner must change first.
+var stalledReasons = []string{
+	ReasonInvalidSpec, ReasonNamespaceConflict, ReasonClusterRoleConflict,
+	ReasonAllowanceExceeded, ReasonLimitsInvalid, ReasonOwnerReserved,
+}
 
 // Reasons of the Ready condition that are not one child type's; each type
 // declares its own pending and out-of-date reasons in its file.
@@ -24,20 +42,35 @@ const (
 	ReasonDeleting      = "Deleting"
 )
 
-// readyCondition builds the Ready condition. lastTransitionTime keeps its old
-// value while the status does not change; on a change it is the newest
-// timestamp the request shows (the write that caused the change), never the
-// hook's clock, so that the same request gives the same answer.
-func readyCondition(r *Request, status metav1.ConditionStatus, reason, message string) metav1.Condition {
+// conditions are the TeamSpace's conditions for a Ready status, reason
+// and message: Ready, and beside a Ready that is not True, Reconciling or
+// Stalled (by reason) with the same reason and message.
+func conditions(r *Request, status metav1.ConditionStatus, reason, message string) []metav1.Condition {
+	cs := []metav1.Condition{condition(r, ConditionReady, status, reason, message)}
+	if status == metav1.ConditionTrue {
+		return cs
+	}
+	abnormal := ConditionReconciling
+	if slices.Contains(stalledReasons, reason) {
+		abnormal = ConditionStalled
+	}
+	return append(cs, condition(r, abnormal, metav1.ConditionTrue, reason, message))
+}
+
+// condition builds one condition. lastTransitionTime keeps its old value
+// while the status of that type does not change; on a change it is the
+// newest timestamp the request shows (the write that caused the change),
+// never the hook's clock, so that the same request gives the same answer.
+func condition(r *Request, typ string, status metav1.ConditionStatus, reason, message string) metav1.Condition {
 	c := metav1.Condition{
-		Type:               ConditionReady,
+		Type:               typ,
 		Status:             status,
 		ObservedGeneration: r.Parent.Metadata.Generation,
 		Reason:             reason,
 		Message:            message,
 	}
 	for _, old := range r.Parent.Status.Conditions {
-		if old.Type == ConditionReady && old.Status == status && !old.LastTransitionTime.IsZero() {
+		if old.Type == typ && old.Status == status && !old.LastTransitionTime.IsZero() {
 			c.LastTransitionTime = old.LastTransitionTime
 			return c
 		}

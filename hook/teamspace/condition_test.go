@@ -33,7 +33,7 @@ func TestReadyConditionTransitionTime(t *testing.T) {
 				ManagedFields: []ManagedFieldsTime{{Time: &edited}},
 			}}, Children: map[string]ObjectMap{namespaceType.key: {"team-a": {Metadata: Meta{CreationTimestamp: childCreated}}}}}
 			r.Parent.Status.Conditions = tt.previous
-			c := readyCondition(r, tt.status, "Reason", "message")
+			c := condition(r, ConditionReady, tt.status, "Reason", "message")
 			if !c.LastTransitionTime.Equal(&tt.want) {
 				t.Errorf("lastTransitionTime = %v, want %v", c.LastTransitionTime, tt.want)
 			}

@@ -53,5 +53,5 @@ func newResponse(r *Request) *Response {
 }
 
 func (resp *Response) setReady(r *Request, status metav1.ConditionStatus, reason, message string) {
-	resp.Status.Conditions = []metav1.Condition{readyCondition(r, status, reason, message)}
+	resp.Status.Conditions = conditions(r, status, reason, message)
 }

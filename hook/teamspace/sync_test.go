@@ -2,6 +2,7 @@ package teamspace
 
 import (
 	"encoding/json"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -323,8 +324,25 @@ func TestSyncReasons(t *testing.T) {
 			if diff := cmp.Diff(tt.wantChildren, got); diff != "" {
 				t.Errorf("children (-want +got):\n%s", diff)
 			}
-			if len(resp.Status.Conditions) != 1 {
-				t.Fatalf("conditions = %+v, want one", resp.Status.Conditions)
+			// Ready, and beside a Ready that is not True the kstatus
+			// condition of its reason (condition.go).
+			want := []string{ConditionReady}
+			switch {
+			case tt.wantStatus == metav1.ConditionTrue:
+			case slices.Contains(stalledReasons, tt.wantReason):
+				want = append(want, ConditionStalled)
+			default:
+				want = append(want, ConditionReconciling)
+			}
+			var types []string
+			for _, c := range resp.Status.Conditions {
+				types = append(types, c.Type)
+				if c.Type != ConditionReady && (c.Status != metav1.ConditionTrue || c.Reason != tt.wantReason) {
+					t.Errorf("condition %s = %s %s, want True %s", c.Type, c.Status, c.Reason, tt.wantReason)
+				}
+			}
+			if diff := cmp.Diff(want, types); diff != "" {
+				t.Fatalf("condition types (-want +got):\n%s", diff)
 			}
 			c := resp.Status.Conditions[0]
 			if c.Type != ConditionReady || c.Status != tt.wantStatus || c.Reason != tt.wantReason || c.ObservedGeneration != 2 {

@@ -3,11 +3,14 @@ package cluster_test
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/labhub/teamspace/tests/golden"
+	"sigs.k8s.io/yaml"
 )
 
 func TestCRDEstablished(t *testing.T) {
@@ -234,8 +237,9 @@ func TestGeneration(t *testing.T) {
 	if g := generation(); g != "1" {
 		t.Errorf("generation after a status patch on the main resource = %s, want 1", g)
 	}
-	if st := mustKubectl(t, "", "get", "teamspace", name, "-o", "jsonpath={.status}"); st != "" {
-		t.Errorf("status after a status patch on the main resource = %s, want none", st)
+	// The status crd.yaml defaults: observedGeneration 0, no generation.
+	if st := mustKubectl(t, "", "get", "teamspace", name, "-o", "jsonpath={.status}"); st != `{"observedGeneration":0}` {
+		t.Errorf("status after a status patch on the main resource = %s, want the default {\"observedGeneration\":0}", st)
 	}
 
 	// A spec change does.
@@ -252,5 +256,52 @@ func TestGeneration(t *testing.T) {
 	}
 	if og := mustKubectl(t, "", "get", "teamspace", name, "-o", "jsonpath={.status.observedGeneration}"); og != "2" {
 		t.Errorf("status.observedGeneration = %q after writing it through the status subresource, want 2", og)
+	}
+}
+
+// TestExplain: `kubectl explain` on the API server prints, for every field
+// of spec and status, the description crd.yaml gives it (from the Go
+// types' comments; hook/api/v1alpha1 TestEveryFieldDescribed checks each
+// says what the field does, its default and its bounds).
+func TestExplain(t *testing.T) {
+	needCluster(t)
+	installCRD(t)
+	var crd struct {
+		Spec struct {
+			Versions []struct {
+				Schema struct {
+					OpenAPIV3Schema struct {
+						Properties map[string]struct {
+							Properties map[string]struct {
+								Description string `json:"description"`
+							} `json:"properties"`
+						} `json:"properties"`
+					} `json:"openAPIV3Schema"`
+				} `json:"schema"`
+			} `json:"versions"`
+		} `json:"spec"`
+	}
+	b, err := os.ReadFile(filepath.Join(repoRoot(t), "crd.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(b, &crd); err != nil {
+		t.Fatal(err)
+	}
+	props := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties
+	n := 0
+	for _, top := range []string{"spec", "status"} {
+		for field, p := range props[top].Properties {
+			n++
+			path := "teamspaces." + top + "." + field
+			out := mustKubectl(t, "", "explain", path)
+			first := strings.TrimSpace(strings.SplitN(p.Description, "\n", 2)[0])
+			if first == "" || !strings.Contains(strings.Join(strings.Fields(out), " "), strings.Join(strings.Fields(first), " ")) {
+				t.Errorf("kubectl explain %s does not print %q:\n%s", path, first, out)
+			}
+		}
+	}
+	if n < 12 {
+		t.Errorf("explained %d fields, want every field of spec and status", n)
 	}
 }

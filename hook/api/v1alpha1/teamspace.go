@@ -44,7 +44,13 @@ type TeamSpace struct {
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// +required
-	Spec   TeamSpaceSpec   `json:"spec"`
+	Spec TeamSpaceSpec `json:"spec"`
+	// Written by the engine from the hook's answer. Until then it is
+	// {observedGeneration: 0}: a generation the controller has not seen,
+	// which readiness checks (kstatus: Flux, kpt) read as InProgress rather
+	// than Current.
+	//
+	// +kubebuilder:default={}
 	Status TeamSpaceStatus `json:"status,omitempty"`
 }
 
@@ -147,7 +153,8 @@ type TeamSpaceSpec struct {
 	NetworkIsolation *bool `json:"networkIsolation,omitempty"`
 }
 
-// ObjectCount is how many objects of one kind the namespace may hold.
+// ObjectCount is how many objects of one kind the namespace may hold,
+// 0..100000.
 //
 // +kubebuilder:validation:Minimum=0
 // +kubebuilder:validation:Maximum=100000
@@ -209,10 +216,14 @@ type Owner struct {
 
 // TeamSpaceStatus is written by the engine from the hook's answer;
 // observedGeneration says whether the latest spec has been acted on.
+// Conditions: Ready always; beside a Ready that is not True, Reconciling
+// (on its way) or Stalled (a person must act), with the same reason.
 type TeamSpaceStatus struct {
-	// The metadata.generation the controller last acted on.
+	// The metadata.generation the controller last acted on. Default 0,
+	// until it has acted on any.
 	//
 	// +optional
+	// +kubebuilder:default=0
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// The team's namespace, once it exists.
@@ -226,8 +237,12 @@ type TeamSpaceStatus struct {
 	// +optional
 	Usage *Usage `json:"usage,omitempty"`
 
-	// Ready tells whether the namespace is Active and its quota holds the
-	// desired values; its reason and message say what it waits for.
+	// Ready tells whether the namespace and everything in it are as the
+	// spec asks; its reason and message say what it waits for. Beside a
+	// Ready that is not True, Reconciling (True: on its way) or Stalled
+	// (True: a person must act: an invalid spec, a name taken, the
+	// requester's allowance, the platform's limits, a reserved owner), with
+	// the same reason and message.
 	//
 	// +optional
 	// +listType=map
