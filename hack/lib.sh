@@ -35,6 +35,15 @@ STATICCHECK_BIN="${TEAMSPACE_CACHE}/staticcheck-${STATICCHECK_VERSION}/bin/stati
 CONTROLLER_GEN_VERSION="${CONTROLLER_GEN_VERSION:-v0.23.0}"
 CONTROLLER_GEN_BIN="${TEAMSPACE_CACHE}/controller-gen-${CONTROLLER_GEN_VERSION}/bin/controller-gen"
 
+# Prometheus' promtool, which checks and unit-tests the alert rules
+# (hack/deploy/prometheus), and kube-state-metrics, which the
+# custom-resource-state configuration there is tested against: built from
+# their modules into the cache (ensure_promtool, ensure_kube_state_metrics).
+PROMETHEUS_VERSION="${PROMETHEUS_VERSION:-v0.316.0}"
+PROMTOOL_BIN="${TEAMSPACE_CACHE}/promtool-${PROMETHEUS_VERSION}/bin/promtool"
+KUBE_STATE_METRICS_VERSION="${KUBE_STATE_METRICS_VERSION:-v2.20.0}"
+KUBE_STATE_METRICS_BIN="${TEAMSPACE_CACHE}/kube-state-metrics-${KUBE_STATE_METRICS_VERSION}/bin/kube-state-metrics"
+
 # The Metacontroller release the project runs and is tested with: the one
 # place it is pinned (hack/deploy/install.sh's default CRDs, the test
 # engine ensure_metacontroller builds, hack/bench.sh's machine.txt).
@@ -300,6 +309,20 @@ generate_crd() {
 	}
 	mv "${out}/platform.labhub.io_teamspaces.yaml" "${1}/crd.yaml"
 	rm -rf "${out}"
+}
+
+# ensure_promtool builds Prometheus' promtool into PROMTOOL_BIN unless it is
+# there (a few minutes on 2 cores, once: the prometheus module is large).
+ensure_promtool() {
+	[[ -x "${PROMTOOL_BIN}" ]] && return 0
+	go_install_cached "${PROMTOOL_BIN%/bin/promtool}" "github.com/prometheus/prometheus/cmd/promtool@${PROMETHEUS_VERSION}" 0
+}
+
+# ensure_kube_state_metrics builds kube-state-metrics into
+# KUBE_STATE_METRICS_BIN unless it is there.
+ensure_kube_state_metrics() {
+	[[ -x "${KUBE_STATE_METRICS_BIN}" ]] && return 0
+	go_install_cached "${KUBE_STATE_METRICS_BIN%/bin/kube-state-metrics}" "k8s.io/kube-state-metrics/v2@${KUBE_STATE_METRICS_VERSION}" 0
 }
 
 # ensure_versitygw builds Versity's S3 gateway (Apache-2.0; its posix
