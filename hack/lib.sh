@@ -245,6 +245,13 @@ ensure_kube_binaries() {
 	exec {lock_fd}>&-
 }
 
+# go_tool_cached BIN MODULE@VERSION CGO: the tool BIN (DIR/bin/<name> in the
+# cache) is there, or is built by go_install_cached into DIR.
+go_tool_cached() {
+	[[ -x "$1" ]] && return 0
+	go_install_cached "${1%/bin/*}" "$2" "$3"
+}
+
 # go_install_cached DIR MODULE@VERSION CGO: go install MODULE into DIR/bin
 # unless something is there already. Concurrent runs serialise on a lock;
 # the build lands in a temporary directory first, so a killed build never
@@ -279,21 +286,19 @@ go_install_cached() {
 ensure_kine() {
 	[[ -x "${KINE_BIN}" ]] && return 0
 	command -v gcc >/dev/null || apt_install gcc libc6-dev
-	go_install_cached "${KINE_BIN%/bin/kine}" "github.com/k3s-io/kine@${KINE_VERSION}" 1
+	go_tool_cached "${KINE_BIN}" "github.com/k3s-io/kine@${KINE_VERSION}" 1
 }
 
 # ensure_staticcheck builds staticcheck into STATICCHECK_BIN unless it is
 # there (about a minute on 2 cores, once).
 ensure_staticcheck() {
-	[[ -x "${STATICCHECK_BIN}" ]] && return 0
-	go_install_cached "${STATICCHECK_BIN%/bin/staticcheck}" "honnef.co/go/tools/cmd/staticcheck@${STATICCHECK_VERSION}" 0
+	go_tool_cached "${STATICCHECK_BIN}" "honnef.co/go/tools/cmd/staticcheck@${STATICCHECK_VERSION}" 0
 }
 
 # ensure_controller_gen builds controller-gen into CONTROLLER_GEN_BIN unless
 # it is there (about a minute on 2 cores, once).
 ensure_controller_gen() {
-	[[ -x "${CONTROLLER_GEN_BIN}" ]] && return 0
-	go_install_cached "${CONTROLLER_GEN_BIN%/bin/controller-gen}" "sigs.k8s.io/controller-tools/cmd/controller-gen@${CONTROLLER_GEN_VERSION}" 0
+	go_tool_cached "${CONTROLLER_GEN_BIN}" "sigs.k8s.io/controller-tools/cmd/controller-gen@${CONTROLLER_GEN_VERSION}" 0
 }
 
 # generate_crd DIR writes the CRD of the API's Go types (hook/api/...) into
@@ -314,23 +319,20 @@ generate_crd() {
 # ensure_promtool builds Prometheus' promtool into PROMTOOL_BIN unless it is
 # there (a few minutes on 2 cores, once: the prometheus module is large).
 ensure_promtool() {
-	[[ -x "${PROMTOOL_BIN}" ]] && return 0
-	go_install_cached "${PROMTOOL_BIN%/bin/promtool}" "github.com/prometheus/prometheus/cmd/promtool@${PROMETHEUS_VERSION}" 0
+	go_tool_cached "${PROMTOOL_BIN}" "github.com/prometheus/prometheus/cmd/promtool@${PROMETHEUS_VERSION}" 0
 }
 
 # ensure_kube_state_metrics builds kube-state-metrics into
 # KUBE_STATE_METRICS_BIN unless it is there.
 ensure_kube_state_metrics() {
-	[[ -x "${KUBE_STATE_METRICS_BIN}" ]] && return 0
-	go_install_cached "${KUBE_STATE_METRICS_BIN%/bin/kube-state-metrics}" "k8s.io/kube-state-metrics/v2@${KUBE_STATE_METRICS_VERSION}" 0
+	go_tool_cached "${KUBE_STATE_METRICS_BIN}" "k8s.io/kube-state-metrics/v2@${KUBE_STATE_METRICS_VERSION}" 0
 }
 
 # ensure_versitygw builds Versity's S3 gateway (Apache-2.0; its posix
 # backend keeps buckets as directories) into VERSITYGW_BIN: the real S3
 # server the archive's S3 tests run on loopback (tests/s3store).
 ensure_versitygw() {
-	[[ -x "${VERSITYGW_BIN}" ]] && return 0
-	go_install_cached "${VERSITYGW_BIN%/bin/versitygw}" "github.com/versity/versitygw/cmd/versitygw@${VERSITYGW_VERSION}" 0
+	go_tool_cached "${VERSITYGW_BIN}" "github.com/versity/versitygw/cmd/versitygw@${VERSITYGW_VERSION}" 0
 }
 
 # ensure_datastore installs what TEAMSPACE_DATASTORE needs: kine (built) or

@@ -51,11 +51,7 @@ func tlsOverlay(t *testing.T) string {
 
 func readManifest(t *testing.T, rel string) []map[string]any {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(repoRoot(t), rel))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return decodeManifests(t, b)
+	return decodeManifests(t, mustRead(t, rel))
 }
 
 func jsonText(v any) string {
