@@ -25,6 +25,14 @@
 #            repair with the leader up, then with the leader killed (-9, and
 #            SIGTERM) just before the break: the standby's takeover time
 #
+# e2e, fleet and failover run every engine of BENCH_ENGINES: "stock" is the
+# pinned Metacontroller, as the suite and every install path run it;
+# "proposed" is the same source with the changes proposed upstream
+# (hack/bench/engine-patches, built by hack/lib.sh ensure_proposed_engine
+# before anything runs: a patch that does not apply ends the run naming it).
+# With both, each count runs stock and proposed in turn, the order reversed
+# every other round.
+#
 # Environment (defaults in brackets):
 #   BENCH_OUT            results directory [bench-results/<UTC time>]
 #   HTTP_BODY            recorded request POSTed by wrk [tests/testdata/sync/recorded-steady/request.json]
@@ -32,8 +40,13 @@
 #   HTTP_ROUNDS          rounds of (bare, hook) per connection count [5]
 #   HTTP_DURATION        length of one wrk run [10s]
 #   BENCH_EXTRA_HOOKS    more hook binaries to alternate with, "label=/path ..." (prototypes)
-#   METACONTROLLER_BIN   the engine (as for hack/up.sh) [metacontroller on PATH,
+#   METACONTROLLER_BIN   the stock engine (as for hack/up.sh) [metacontroller on PATH,
 #                        else built from its source: hack/lib.sh ensure_metacontroller]
+#   BENCH_ENGINES        engines compared, in the first round's order [stock]; e.g. "stock proposed"
+#   BENCH_ROUNDS         rounds over BENCH_ENGINES in fleet and failover [1]
+#   ENGINE_PATCHES       the proposed engine's patches [hack/bench/engine-patches]
+#   PROPOSED_ENGINE_FLAGS  more flags for the proposed engine only (e.g. its
+#                        --leader-election-lease-duration) []
 #   ENGINE_CONFIGS       ";"-separated "label=engine flags" for drift
 #                        [see ENGINE_CONFIGS_DEFAULT below]
 #   SCALE_ENGINE_CONFIGS the same for that fleet run, each on a fresh setup
@@ -100,7 +113,13 @@ machine() {
 		echo "os: $(. /etc/os-release && echo "$PRETTY_NAME")"
 		echo "go: $(go version)"
 		echo "kubernetes: $KUBE_VERSION (hack/lib.sh; binaries in $KUBE_BIN_DIR)"
-		if [[ -n $engine && -x $engine ]]; then
+		if ((${#engine_bins[@]})); then
+			local e
+			for e in "${bench_engines[@]}"; do
+				engine=${engine_bins[$e]}
+				echo "engine $e: $engine, version $(metacontroller_bin_version "$engine" || true) (pinned: $METACONTROLLER_VERSION), $(go version "$engine" 2>/dev/null | cut -d' ' -f2-)"
+			done
+		elif [[ -n $engine && -x $engine ]]; then
 			echo "engine: $engine, version $(metacontroller_bin_version "$engine" || true) (pinned: $METACONTROLLER_VERSION), $(go version "$engine" 2>/dev/null | cut -d' ' -f2-)"
 		else
 			echo "engine: none (METACONTROLLER_BIN unset)"
@@ -229,6 +248,75 @@ http() {
 	trap - EXIT
 }
 
+# ------------------------------------------------------------------ engines
+
+declare -A engine_bins=()
+declare -a bench_engines=()
+
+# resolve_engines finds or builds every engine of BENCH_ENGINES once, before
+# any measurement.
+resolve_engines() {
+	((${#engine_bins[@]} == 0)) || return 0
+	local e
+	read -r -a bench_engines <<<"${BENCH_ENGINES:-stock}"
+	((${#bench_engines[@]})) || die "BENCH_ENGINES is empty"
+	for e in "${bench_engines[@]}"; do
+		case $e in
+		stock)
+			require_metacontroller "hack/bench.sh"
+			engine_bins[stock]=$METACONTROLLER_BIN
+			;;
+		proposed)
+			ensure_proposed_engine
+			engine_bins[proposed]=$PROPOSED_METACONTROLLER_BIN
+			;;
+		*) die "BENCH_ENGINES: unknown engine $e (want stock or proposed)" ;;
+		esac
+	done
+	# hack/up.sh runs METACONTROLLER_BIN; the stock one unless use_engine says
+	export METACONTROLLER_BIN=${engine_bins[${bench_engines[0]}]}
+}
+
+# use_engine NAME: hack/up.sh and failover start this engine from now on.
+use_engine() {
+	export METACONTROLLER_BIN=${engine_bins[$1]}
+	if [[ $1 == proposed ]]; then
+		export TEAMSPACE_PROPOSED_ENGINE_OK=1
+	else
+		unset TEAMSPACE_PROPOSED_ENGINE_OK
+	fi
+}
+
+# engine_flags NAME: the flags only that engine gets.
+engine_flags() {
+	[[ $1 == proposed ]] && printf '%s' "${PROPOSED_ENGINE_FLAGS:-}"
+	return 0
+}
+
+# engine_runs prints "round engine" for every run: BENCH_ROUNDS rounds over
+# BENCH_ENGINES, every other one in reverse order.
+engine_runs() {
+	local r i n=${#bench_engines[@]}
+	for ((r = 1; r <= ${BENCH_ROUNDS:-1}; r++)); do
+		for ((i = 0; i < n; i++)); do
+			if ((r % 2)); then
+				echo "$r ${bench_engines[i]}"
+			else
+				echo "$r ${bench_engines[n - 1 - i]}"
+			fi
+		done
+	done
+}
+
+# run_label LABEL ROUND ENGINE: LABEL, with the engine and round when the
+# bench compares several.
+run_label() {
+	local l=$1
+	((${#bench_engines[@]} > 1)) && l+="-$3"
+	((${BENCH_ROUNDS:-1} > 1)) && l+="-r$2"
+	printf '%s' "$l"
+}
+
 # ---------------------------------------------------------------------- e2e
 
 # The engine flags compared; hack/up.sh always passes the shipped ones
@@ -276,7 +364,7 @@ engine_with() {
 e2e() {
 	export TEAMSPACE_STATE=${BENCH_STATE:-/tmp/teamspace-bench}
 	export HOOK_PORT=${HOOK_PORT:-18380}
-	require_metacontroller "hack/bench.sh e2e"
+	resolve_engines
 	(cd "$hack" && go build -o "$bin/drift" ./bench/drift && go build -o "$bin/fleet" ./bench/fleet)
 	trap e2e_down EXIT
 	e2e_setup_started=1
@@ -338,7 +426,7 @@ fleet() {
 	export TEAMSPACE_STATE=${BENCH_STATE:-/tmp/teamspace-bench}
 	export HOOK_PORT=${HOOK_PORT:-18380}
 	export TEAMSPACE_PROFILING=1
-	require_metacontroller "hack/bench.sh fleet"
+	resolve_engines
 	(cd "$hack" && go build -o "$bin/fleet" ./bench/fleet)
 	local pprof_port=${BENCH_ENGINE_PPROF_PORT:-28060}
 	local window=${FLEET_WINDOW:-60s}
@@ -361,27 +449,33 @@ fleet() {
 			esac
 		done
 		for count in ${FLEET_COUNTS:-100 1000 2000}; do
-			say "fleet: $count TeamSpaces, config $label: $flags (fresh setup)"
-			"$hack/down.sh" >&2 || true
-			engine_with "$engine_flags"
-			eval "$("$hack/up.sh" env)"
-			local p
-			for p in "${patches[@]}"; do
-				kubectl patch compositecontroller teamspace --type merge -p "$p" >&2
-			done
-			# the engine restarts its controller for a changed CompositeController
-			((${#patches[@]} == 0)) || sleep 5
-			local profile_dir=
-			((count < ${FLEET_PROFILE_MIN:-1000})) || profile_dir=$out/fleet-$label-$count
-			"$bin/fleet" -count "$count" -label "$label" -state "$TEAMSPACE_STATE" \
-				-phases "${FLEET_PHASES:-empty,floor,create,steady,churn,restart}" -churn "${FLEET_CHURN:-0,10,50,100}" \
-				-window "$window" -cost-window "${FLEET_COST_WINDOW:-20s}" -steady "${FLEET_STEADY:-$window}" \
-				-engine-metrics "http://127.0.0.1:$BENCH_ENGINE_METRICS_PORT/metrics" \
-				-hook-metrics "$TEAMSPACE_HOOK_URL/metrics" \
-				-engine-pprof "http://127.0.0.1:$pprof_port" -profile-dir "$profile_dir" \
-				-stop-cmd "'$hack/up.sh' engine-stop" -start-cmd "'$hack/up.sh' engine-start" \
-				-cleanup-wait 0 "${fleet_flags[@]}" \
-				2>"$out/fleet-$label-$count.log" | tee -a "$out/fleet.txt" >&2
+			local round engine run
+			# fd 3: the programs in the loop read standard input
+			while read -r -u 3 round engine; do
+				use_engine "$engine"
+				run=$(run_label "$label" "$round" "$engine")
+				say "fleet: $count TeamSpaces, config $label: $flags, engine $engine, round $round (fresh setup)"
+				"$hack/down.sh" >&2 || true
+				engine_with "$engine_flags $(engine_flags "$engine")"
+				eval "$("$hack/up.sh" env)"
+				local p
+				for p in "${patches[@]}"; do
+					kubectl patch compositecontroller teamspace --type merge -p "$p" >&2
+				done
+				# the engine restarts its controller for a changed CompositeController
+				((${#patches[@]} == 0)) || sleep 5
+				local profile_dir=
+				((count < ${FLEET_PROFILE_MIN:-1000})) || profile_dir=$out/fleet-$run-$count
+				"$bin/fleet" -count "$count" -label "$run" -state "$TEAMSPACE_STATE" \
+					-phases "${FLEET_PHASES:-empty,floor,create,steady,churn,restart}" -churn "${FLEET_CHURN:-0,10,50,100}" \
+					-window "$window" -cost-window "${FLEET_COST_WINDOW:-20s}" -steady "${FLEET_STEADY:-$window}" \
+					-engine-metrics "http://127.0.0.1:$BENCH_ENGINE_METRICS_PORT/metrics" \
+					-hook-metrics "$TEAMSPACE_HOOK_URL/metrics" \
+					-engine-pprof "http://127.0.0.1:$pprof_port" -profile-dir "$profile_dir" \
+					-stop-cmd "'$hack/up.sh' engine-stop" -start-cmd "'$hack/up.sh' engine-start" \
+					-cleanup-wait 0 "${fleet_flags[@]}" \
+					2>"$out/fleet-$run-$count.log" | tee -a "$out/fleet.txt" >&2
+			done 3< <(engine_runs)
 		done
 	done
 	e2e_down
@@ -419,11 +513,27 @@ leader_pid() {
 failover() {
 	export TEAMSPACE_STATE=${BENCH_STATE:-/tmp/teamspace-bench}
 	export HOOK_PORT=${HOOK_PORT:-18380}
-	require_metacontroller "hack/bench.sh failover"
+	resolve_engines
 	(cd "$hack" && go build -o "$bin/drift" ./bench/drift)
 	trap 'failover_down; e2e_down' EXIT
 	e2e_setup_started=1
-	local le="--leader-election --leader-election-namespace=kube-system --leader-election-id=teamspace-bench"
+	local round engine
+	while read -r -u 3 round engine; do
+		use_engine "$engine"
+		failover_run "$(run_label failover "$round" "$engine")" "$(engine_flags "$engine")"
+	done 3< <(engine_runs)
+	grep -h '^RESULT' "$out/failover.txt" >"$out/failover-results.txt" || true
+	e2e_down
+	e2e_setup_started=
+	trap - EXIT
+}
+
+# failover_run LABEL FLAGS: one private setup, two engines (METACONTROLLER_BIN
+# with FLAGS), three rounds of SIGKILL and SIGTERM to the leader.
+failover_run() {
+	local label=$1 flags=$2
+	say "failover: $label, engine $METACONTROLLER_BIN $flags"
+	local le="--leader-election --leader-election-namespace=kube-system --leader-election-id=teamspace-bench $flags"
 	"$hack/down.sh" >&2 || true
 	engine_with "$le"
 	eval "$("$hack/up.sh" env)"
@@ -436,14 +546,14 @@ failover() {
 		"${tuning[@]}" --discovery-interval=2s --metrics-address=127.0.0.1:28998 \
 		--health-probe-bind-address=127.0.0.1:28082 --pprof-address=0 $le
 	b=$(cat "$out/failover-b.pid")
-	"$bin/drift" -reps 5 -name bench-failover -label two-engines -keep 2>"$out/failover-steady.log" | tee -a "$out/failover.txt" >&2
+	"$bin/drift" -reps 5 -name bench-failover -label "$label-two-engines" -keep 2>"$out/$label-steady.log" | tee -a "$out/failover.txt" >&2
 	for round in 1 2 3; do
 		for sig in KILL TERM; do
 			local leader
 			leader=$(leader_pid "$a" "$b") || die "no engine leads"
-			say "failover: round $round: the leader (pid $leader) gets SIG$sig just before the quota is deleted"
-			"$bin/drift" -reps 1 -kinds restore -timeout 120s -name bench-failover -keep -label "failover-sig$sig" \
-				-before-cmd "kill -$sig $leader" 2>>"$out/failover-sig$sig.log" | tee -a "$out/failover.txt" >&2
+			say "failover: $label round $round: the leader (pid $leader) gets SIG$sig just before the quota is deleted"
+			"$bin/drift" -reps 1 -kinds restore -timeout 120s -name bench-failover -keep -label "$label-sig$sig" \
+				-before-cmd "kill -$sig $leader" 2>>"$out/$label-sig$sig.log" | tee -a "$out/failover.txt" >&2
 			# the old leader comes back as the standby
 			wait_gone "$leader"
 			if [[ $leader == "$a" ]]; then
@@ -459,11 +569,7 @@ failover() {
 			sleep 3
 		done
 	done
-	grep -h '^RESULT' "$out/failover.txt" >"$out/failover-results.txt" || true
 	failover_down
-	e2e_down
-	e2e_setup_started=
-	trap - EXIT
 }
 
 # wait_gone PID: up to 20 s for the process to exit (and be reaped).
@@ -486,6 +592,13 @@ failover_down() {
 
 steps=("$@")
 ((${#steps[@]})) || steps=(all)
+# every engine is found or built before the first measurement (and before
+# machine, which lists their versions)
+for s in "${steps[@]}"; do
+	case $s in
+	all | e2e | fleet | failover) resolve_engines ;;
+	esac
+done
 for s in "${steps[@]}"; do
 	case $s in
 	all) machine; micro; http; e2e ;;

@@ -398,18 +398,23 @@ check_metacontroller_bin() {
 	v=$(metacontroller_bin_version "${bin}")
 	if [[ -z "${v}" ]]; then
 		say "${what}: it does not say its version (not stamped at build); taken as ${METACONTROLLER_VERSION}"
+	elif [[ "${v}" == "${METACONTROLLER_VERSION}+proposed."* && -n "${TEAMSPACE_PROPOSED_ENGINE_OK:-}" ]]; then
+		say "${what}: Metacontroller ${v}, the stock source with the proposed patches (hack/bench.sh only)"
+	elif [[ "${v}" == "${METACONTROLLER_VERSION}+"* ]]; then
+		die "${what} is Metacontroller ${v}, a build with changes (hack/bench/engine-patches): the suite and every install path run the stock ${METACONTROLLER_VERSION}"
 	elif [[ "${v}" != "${METACONTROLLER_VERSION}" ]]; then
 		die "${what} is Metacontroller ${v}, not ${METACONTROLLER_VERSION} (the version hack/lib.sh pins)"
 	fi
 }
 
-# build_metacontroller SRC WHAT builds SRC's ./pkg/cmd/metacontroller into
-# METACONTROLLER_CACHE/bin (static, so that it also runs inside the node of
-# hack/node.sh; the version stamped as its release does). A tree that is not
+# build_metacontroller SRC WHAT [DIR [STAMP]] builds SRC's
+# ./pkg/cmd/metacontroller into DIR/bin [METACONTROLLER_CACHE] (static, so
+# that it also runs inside the node of hack/node.sh; the version stamped as
+# its release does, STAMP [METACONTROLLER_VERSION]). A tree that is not
 # Metacontroller's, of another version or that does not build dies in one
 # line naming WHAT.
 build_metacontroller() {
-	local src=$1 what=$2 v tmp log start
+	local src=$1 what=$2 dir=${3:-${METACONTROLLER_CACHE}} stamp=${4:-${METACONTROLLER_VERSION}} v tmp log start
 	if [[ ! -f "${src}/go.mod" || ! -d "${src}/pkg/cmd/metacontroller" ]] ||
 		! grep -qx 'module metacontroller' "${src}/go.mod"; then
 		die "${what} is not a Metacontroller source tree (want go.mod of module metacontroller and pkg/cmd/metacontroller)"
@@ -418,19 +423,41 @@ build_metacontroller() {
 	[[ -n "${v}" ]] || die "${what}: cannot tell its version (not a git checkout of a tag, no SOURCE naming one); want ${METACONTROLLER_VERSION}"
 	[[ "${v}" == "${METACONTROLLER_VERSION}" ]] || die "${what} is Metacontroller ${v}, not ${METACONTROLLER_VERSION} (the version hack/lib.sh pins)"
 	start="${SECONDS}"
-	say "building Metacontroller ${METACONTROLLER_VERSION} from ${src} into ${METACONTROLLER_CACHE}/bin (~4 minutes cold on 2 cores)"
-	tmp="$(mktemp -d "${METACONTROLLER_CACHE}/bin.tmp.XXXXXX")"
-	log="${METACONTROLLER_CACHE}/build.log"
+	say "building Metacontroller ${stamp} from ${src} into ${dir}/bin (~4 minutes cold on 2 cores)"
+	mkdir -p "${dir}"
+	tmp="$(mktemp -d "${dir}/bin.tmp.XXXXXX")"
+	log="${dir}/build.log"
 	if ! (cd "${src}" && GOWORK=off CGO_ENABLED=0 go build -trimpath \
-		-ldflags="-s -w -X main.version=${METACONTROLLER_VERSION}" \
+		-ldflags="-s -w -X main.version=${stamp}" \
 		-o "${tmp}/metacontroller" ./pkg/cmd/metacontroller) >"${log}" 2>&1; then
 		rm -rf "${tmp}"
 		die "${what} does not build (go build ./pkg/cmd/metacontroller: $(tail -n 1 "${log}"); all of it in ${log})"
 	fi
 	chmod 0755 "${tmp}"
-	rm -rf "${METACONTROLLER_CACHE:?}/bin"
-	mv "${tmp}" "${METACONTROLLER_CACHE}/bin"
+	rm -rf "${dir:?}/bin"
+	mv "${tmp}" "${dir}/bin"
 	say "built in $((SECONDS - start))s"
+}
+
+# metacontroller_source sets METACONTROLLER_SOURCE and METACONTROLLER_SOURCE_WHAT
+# to the first source tree of the pinned tag there is: METACONTROLLER_SRC if
+# set, ../shared/metacontroller/<version> beside the checkout when it exists,
+# else a shallow clone of the tag from METACONTROLLER_REPO into the cache
+# (returns 1 with the reason in METACONTROLLER_MISSING when that fails).
+metacontroller_source() {
+	local shared="${TEAMSPACE_ROOT}/../shared/metacontroller/${METACONTROLLER_VERSION}"
+	if [[ -n "${METACONTROLLER_SRC:-}" ]]; then
+		[[ -d "${METACONTROLLER_SRC}" ]] || die "METACONTROLLER_SRC=${METACONTROLLER_SRC} is not a directory"
+		METACONTROLLER_SOURCE="${METACONTROLLER_SRC}"
+		METACONTROLLER_SOURCE_WHAT="METACONTROLLER_SRC=${METACONTROLLER_SRC}"
+	elif [[ -d "${shared}" ]]; then
+		METACONTROLLER_SOURCE="$(cd "${shared}" && pwd)"
+		METACONTROLLER_SOURCE_WHAT="${METACONTROLLER_SOURCE}"
+	else
+		clone_metacontroller || return
+		METACONTROLLER_SOURCE="${METACONTROLLER_CACHE}/src"
+		METACONTROLLER_SOURCE_WHAT="${METACONTROLLER_CACHE}/src (cloned)"
+	fi
 }
 
 # ensure_metacontroller sets and exports METACONTROLLER_BIN, the engine that
@@ -454,21 +481,12 @@ ensure_metacontroller() {
 		return 0
 	fi
 	local bin="${METACONTROLLER_CACHE}/bin/metacontroller" lock_fd rc=0
-	local shared="${TEAMSPACE_ROOT}/../shared/metacontroller/${METACONTROLLER_VERSION}"
 	if [[ ! -x "${bin}" ]]; then
 		mkdir -p "${METACONTROLLER_CACHE}"
 		exec {lock_fd}>"${METACONTROLLER_CACHE}/build.lock"
 		flock "${lock_fd}"
-		if [[ -x "${bin}" ]]; then
-			:
-		elif [[ -n "${METACONTROLLER_SRC:-}" ]]; then
-			[[ -d "${METACONTROLLER_SRC}" ]] || die "METACONTROLLER_SRC=${METACONTROLLER_SRC} is not a directory"
-			build_metacontroller "${METACONTROLLER_SRC}" "METACONTROLLER_SRC=${METACONTROLLER_SRC}"
-		elif [[ -d "${shared}" ]]; then
-			shared="$(cd "${shared}" && pwd)"
-			build_metacontroller "${shared}" "${shared}"
-		else
-			clone_metacontroller && build_metacontroller "${METACONTROLLER_CACHE}/src" "${METACONTROLLER_CACHE}/src (cloned)" || rc=$?
+		if [[ ! -x "${bin}" ]]; then
+			metacontroller_source && build_metacontroller "${METACONTROLLER_SOURCE}" "${METACONTROLLER_SOURCE_WHAT}" || rc=$?
 		fi
 		exec {lock_fd}>&-
 		((rc == 0)) || return "${rc}"
@@ -488,6 +506,51 @@ require_metacontroller() {
 	fi
 	ensure_metacontroller ||
 		die "$1 needs the engine (${METACONTROLLER_MISSING}): set METACONTROLLER_BIN=/path/to/metacontroller (${METACONTROLLER_VERSION}) or METACONTROLLER_SRC=/path/to/a/checkout/of/its/tag"
+}
+
+# ENGINE_PATCHES: the changes to Metacontroller proposed upstream (#44),
+# one git patch per change, its message the pull request's description.
+ENGINE_PATCHES="${ENGINE_PATCHES:-${TEAMSPACE_ROOT}/hack/bench/engine-patches}"
+
+# ensure_proposed_engine sets and exports PROPOSED_METACONTROLLER_BIN: the
+# pinned source (metacontroller_source) with every ENGINE_PATCHES/*.patch
+# applied in order, built once per set of changes into
+# TEAMSPACE_CACHE/metacontroller-<version>-proposed-<hash of the diffs>
+# and stamped <version>+proposed.<hash>. Only hack/bench.sh runs it: the
+# suite and every install path refuse such a build (check_metacontroller_bin).
+# A patch that does not apply dies naming it, before anything is built.
+ensure_proposed_engine() {
+	local patches=() p key dir tmp lock_fd err
+	for p in "${ENGINE_PATCHES}"/*.patch; do
+		[[ -f "${p}" ]] && patches+=("${p}")
+	done
+	((${#patches[@]})) || die "no engine patches in ${ENGINE_PATCHES} (want *.patch)"
+	# the changes only: a patch's description can be edited without a rebuild
+	key=$(for p in "${patches[@]}"; do sed -n '/^diff --git /,$p' "${p}"; done | sha256sum | cut -c1-12)
+	dir="${TEAMSPACE_CACHE}/metacontroller-${METACONTROLLER_VERSION}-proposed-${key}"
+	PROPOSED_METACONTROLLER_BIN="${dir}/bin/metacontroller"
+	export PROPOSED_METACONTROLLER_BIN
+	[[ -x "${PROPOSED_METACONTROLLER_BIN}" ]] && return 0
+	mkdir -p "${dir}"
+	exec {lock_fd}>"${dir}/build.lock"
+	flock "${lock_fd}"
+	if [[ ! -x "${PROPOSED_METACONTROLLER_BIN}" ]]; then
+		metacontroller_source || die "the proposed engine needs Metacontroller's source: ${METACONTROLLER_MISSING}"
+		rm -rf "${dir}"/src.tmp.* # what a failed build left
+		tmp="$(mktemp -d "${dir}/src.tmp.XXXXXX")"
+		cp -a "${METACONTROLLER_SOURCE}/." "${tmp}/"
+		for p in "${patches[@]}"; do
+			# checked whole first, so that nothing is half applied
+			if ! err=$(cd "${tmp}" && git apply --check "${p}" 2>&1 && git apply "${p}" 2>&1); then
+				rm -rf "${tmp}"
+				exec {lock_fd}>&-
+				die "engine patch ${p##*/} does not apply to Metacontroller ${METACONTROLLER_VERSION} (${METACONTROLLER_SOURCE_WHAT}): $(head -n 1 <<<"${err}")"
+			fi
+		done
+		build_metacontroller "${tmp}" "${METACONTROLLER_SOURCE_WHAT} with ${ENGINE_PATCHES}" "${dir}" "${METACONTROLLER_VERSION}+proposed.${key}"
+		rm -rf "${tmp}"
+	fi
+	exec {lock_fd}>&-
 }
 
 # clone_metacontroller makes METACONTROLLER_CACHE/src a shallow clone of

@@ -81,7 +81,8 @@ go_vet() {
 engine() {
 	step "engine: Metacontroller ${METACONTROLLER_VERSION}"
 	if ensure_metacontroller; then
-		say "engine: ${METACONTROLLER_BIN}"
+		# the version it logs: the stock engine, never a proposed build (#44)
+		say "engine: ${METACONTROLLER_BIN}, Metacontroller $(metacontroller_bin_version "${METACONTROLLER_BIN}")"
 		export TEAMSPACE_REQUIRE_ENGINE=1
 		return 0
 	fi
