@@ -400,11 +400,19 @@ check_metacontroller_bin() {
 		say "${what}: it does not say its version (not stamped at build); taken as ${METACONTROLLER_VERSION}"
 	elif [[ "${v}" == "${METACONTROLLER_VERSION}+proposed."* && -n "${TEAMSPACE_PROPOSED_ENGINE_OK:-}" ]]; then
 		say "${what}: Metacontroller ${v}, the stock source with the proposed patches (hack/bench.sh only)"
-	elif [[ "${v}" == "${METACONTROLLER_VERSION}+"* ]]; then
-		die "${what} is Metacontroller ${v}, a build with changes (hack/bench/engine-patches): the suite and every install path run the stock ${METACONTROLLER_VERSION}"
+	elif [[ "${v}" == *+* ]]; then
+		refuse_changed_engine "${what}" "${v}"
 	elif [[ "${v}" != "${METACONTROLLER_VERSION}" ]]; then
 		die "${what} is Metacontroller ${v}, not ${METACONTROLLER_VERSION} (the version hack/lib.sh pins)"
 	fi
+}
+
+# refuse_changed_engine WHAT VERSION dies saying that WHAT, a build stamped
+# VERSION (<tag>+<changes>, as ensure_proposed_engine stamps the engine with
+# the patches proposed upstream), is not the stock engine that the suite and
+# every install path run.
+refuse_changed_engine() {
+	die "$1 is Metacontroller $2, a build with changes (hack/bench/engine-patches are for hack/bench.sh only): the suite and every install path run the stock ${METACONTROLLER_VERSION}"
 }
 
 # build_metacontroller SRC WHAT [DIR [STAMP]] builds SRC's
