@@ -42,7 +42,8 @@
 #   BENCH_EXTRA_HOOKS    more hook binaries to alternate with, "label=/path ..." (prototypes)
 #   METACONTROLLER_BIN   the stock engine (as for hack/up.sh) [metacontroller on PATH,
 #                        else built from its source: hack/lib.sh ensure_metacontroller]
-#   BENCH_ENGINES        engines compared, in the first round's order [stock]; e.g. "stock proposed"
+#   BENCH_ENGINES        engines compared, in the first round's order [stock]; e.g. "stock proposed";
+#                        proposed:0001,0003 is the stock source with those patches alone
 #   BENCH_ROUNDS         rounds over BENCH_ENGINES in fleet and failover [1]
 #   ENGINE_PATCHES       the proposed engine's patches [hack/bench/engine-patches]
 #   PROPOSED_ENGINE_FLAGS  more flags for the proposed engine only (e.g. its
@@ -270,7 +271,11 @@ resolve_engines() {
 			ensure_proposed_engine
 			engine_bins[proposed]=$PROPOSED_METACONTROLLER_BIN
 			;;
-		*) die "BENCH_ENGINES: unknown engine $e (want stock or proposed)" ;;
+		proposed:*)
+			ENGINE_PATCHES_ONLY=${e#proposed:} ensure_proposed_engine
+			engine_bins[$e]=$PROPOSED_METACONTROLLER_BIN
+			;;
+		*) die "BENCH_ENGINES: unknown engine $e (want stock, proposed or proposed:<patch numbers>)" ;;
 		esac
 	done
 	# hack/up.sh runs METACONTROLLER_BIN; the stock one unless use_engine says
@@ -280,7 +285,7 @@ resolve_engines() {
 # use_engine NAME: hack/up.sh and failover start this engine from now on.
 use_engine() {
 	export METACONTROLLER_BIN=${engine_bins[$1]}
-	if [[ $1 == proposed ]]; then
+	if [[ $1 == proposed* ]]; then
 		export TEAMSPACE_PROPOSED_ENGINE_OK=1
 	else
 		unset TEAMSPACE_PROPOSED_ENGINE_OK
@@ -289,7 +294,7 @@ use_engine() {
 
 # engine_flags NAME: the flags only that engine gets.
 engine_flags() {
-	[[ $1 == proposed ]] && printf '%s' "${PROPOSED_ENGINE_FLAGS:-}"
+	[[ $1 == proposed* ]] && printf '%s' "${PROPOSED_ENGINE_FLAGS:-}"
 	return 0
 }
 
@@ -312,7 +317,7 @@ engine_runs() {
 # bench compares several.
 run_label() {
 	local l=$1
-	((${#bench_engines[@]} > 1)) && l+="-$3"
+	((${#bench_engines[@]} > 1)) && l+="-${3//[:,]/-}"
 	((${BENCH_ROUNDS:-1} > 1)) && l+="-r$2"
 	printf '%s' "$l"
 }

@@ -522,17 +522,23 @@ ENGINE_PATCHES="${ENGINE_PATCHES:-${TEAMSPACE_ROOT}/hack/bench/engine-patches}"
 
 # ensure_proposed_engine sets and exports PROPOSED_METACONTROLLER_BIN: the
 # pinned source (metacontroller_source) with every ENGINE_PATCHES/*.patch
-# applied in order, built once per set of changes into
+# (or those numbered in ENGINE_PATCHES_ONLY, e.g. 0001,0003) applied in order, built once per set of changes into
 # TEAMSPACE_CACHE/metacontroller-<version>-proposed-<hash of the diffs>
 # and stamped <version>+proposed.<hash>. Only hack/bench.sh runs it: the
 # suite and every install path refuse such a build (check_metacontroller_bin).
 # A patch that does not apply dies naming it, before anything is built.
 ensure_proposed_engine() {
-	local patches=() p key dir tmp lock_fd err
+	local patches=() p key dir tmp lock_fd err n
 	for p in "${ENGINE_PATCHES}"/*.patch; do
-		[[ -f "${p}" ]] && patches+=("${p}")
+		[[ -f "${p}" ]] || continue
+		# ENGINE_PATCHES_ONLY=0001,0003: those patches alone (one change measured)
+		if [[ -n "${ENGINE_PATCHES_ONLY:-}" ]]; then
+			n=${p##*/}
+			[[ ",${ENGINE_PATCHES_ONLY}," == *",${n%%-*},"* ]] || continue
+		fi
+		patches+=("${p}")
 	done
-	((${#patches[@]})) || die "no engine patches in ${ENGINE_PATCHES} (want *.patch)"
+	((${#patches[@]})) || die "no engine patches in ${ENGINE_PATCHES} (want *.patch${ENGINE_PATCHES_ONLY:+, numbered ${ENGINE_PATCHES_ONLY}})"
 	# the changes only: a patch's description can be edited without a rebuild
 	key=$(for p in "${patches[@]}"; do sed -n '/^diff --git /,$p' "${p}"; done | sha256sum | cut -c1-12)
 	dir="${TEAMSPACE_CACHE}/metacontroller-${METACONTROLLER_VERSION}-proposed-${key}"

@@ -55,6 +55,16 @@ func TestInstallBadInput(t *testing.T) {
 		{"missing Metacontroller binary", func(t *testing.T, _ string) ([]string, func()) {
 			return []string{"METACONTROLLER_BIN=/nonexistent/metacontroller"}, func() {}
 		}, "METACONTROLLER_BIN=/nonexistent/metacontroller is not an executable file"},
+		{"Metacontroller with the changes proposed upstream", func(t *testing.T, _ string) ([]string, func()) {
+			// logs its version as Metacontroller does, stamped as
+			// hack/lib.sh ensure_proposed_engine stamps it
+			fake := filepath.Join(t.TempDir(), "metacontroller")
+			log := `{"level":"info","msg":"Configuration information","version":"v4.17.2+proposed.0123456789ab"}`
+			if err := os.WriteFile(fake, []byte("#!/bin/sh\necho '"+log+"' >&2\nexit 1\n"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			return []string{"METACONTROLLER_BIN=" + fake}, func() {}
+		}, "is Metacontroller v4.17.2+proposed.0123456789ab, a build with changes"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
