@@ -25,8 +25,8 @@
 #            repair with the leader up, then with the leader killed (-9, and
 #            SIGTERM) just before the break: the standby's takeover time
 #
-# e2e, fleet and failover run every engine of BENCH_ENGINES: "stock" is the
-# pinned Metacontroller, as the suite and every install path run it;
+# fleet and failover run every engine of BENCH_ENGINES, e2e the first: "stock"
+# is the pinned Metacontroller, as the suite and every install path run it;
 # "proposed" is the same source with the changes proposed upstream
 # (hack/bench/engine-patches, built by hack/lib.sh ensure_proposed_engine
 # before anything runs: a patch that does not apply ends the run naming it).
@@ -117,17 +117,21 @@ machine() {
 		if ((${#engine_bins[@]})); then
 			local e
 			for e in "${bench_engines[@]}"; do
-				engine=${engine_bins[$e]}
-				echo "engine $e: $engine, version $(metacontroller_bin_version "$engine" || true) (pinned: $METACONTROLLER_VERSION), $(go version "$engine" 2>/dev/null | cut -d' ' -f2-)"
+				engine_line "engine $e" "${engine_bins[$e]}"
 			done
 		elif [[ -n $engine && -x $engine ]]; then
-			echo "engine: $engine, version $(metacontroller_bin_version "$engine" || true) (pinned: $METACONTROLLER_VERSION), $(go version "$engine" 2>/dev/null | cut -d' ' -f2-)"
+			engine_line engine "$engine"
 		else
 			echo "engine: none (METACONTROLLER_BIN unset)"
 		fi
 		echo "wrk: $(wrk --version 2>&1 | head -1 || true)"
 		echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 	} | tee "$f" >&2
+}
+
+# engine_line LABEL BIN: the engine's path, the version it logs and its Go.
+engine_line() {
+	echo "$1: $2, version $(metacontroller_bin_version "$2" || true) (pinned: $METACONTROLLER_VERSION), $(go version "$2" 2>/dev/null | cut -d' ' -f2-)"
 }
 
 # -------------------------------------------------------------------- micro
@@ -255,10 +259,10 @@ declare -A engine_bins=()
 declare -a bench_engines=()
 
 # resolve_engines finds or builds every engine of BENCH_ENGINES once, before
-# any measurement.
+# any measurement (the main loop calls it for the steps that run one).
 resolve_engines() {
 	((${#engine_bins[@]} == 0)) || return 0
-	local e
+	local e only
 	read -r -a bench_engines <<<"${BENCH_ENGINES:-stock}"
 	((${#bench_engines[@]})) || die "BENCH_ENGINES is empty"
 	for e in "${bench_engines[@]}"; do
@@ -267,19 +271,17 @@ resolve_engines() {
 			require_metacontroller "hack/bench.sh"
 			engine_bins[stock]=$METACONTROLLER_BIN
 			;;
-		proposed)
-			ensure_proposed_engine
-			engine_bins[proposed]=$PROPOSED_METACONTROLLER_BIN
-			;;
-		proposed:*)
-			ENGINE_PATCHES_ONLY=${e#proposed:} ensure_proposed_engine
+		proposed | proposed:*)
+			only=${e#proposed}
+			only=${only#:}
+			ENGINE_PATCHES_ONLY=${only:-${ENGINE_PATCHES_ONLY:-}} ensure_proposed_engine
 			engine_bins[$e]=$PROPOSED_METACONTROLLER_BIN
 			;;
 		*) die "BENCH_ENGINES: unknown engine $e (want stock, proposed or proposed:<patch numbers>)" ;;
 		esac
 	done
-	# hack/up.sh runs METACONTROLLER_BIN; the stock one unless use_engine says
-	export METACONTROLLER_BIN=${engine_bins[${bench_engines[0]}]}
+	# hack/up.sh runs METACONTROLLER_BIN: e2e runs the first engine
+	use_engine "${bench_engines[0]}"
 }
 
 # use_engine NAME: hack/up.sh and failover start this engine from now on.
@@ -369,7 +371,6 @@ engine_with() {
 e2e() {
 	export TEAMSPACE_STATE=${BENCH_STATE:-/tmp/teamspace-bench}
 	export HOOK_PORT=${HOOK_PORT:-18380}
-	resolve_engines
 	(cd "$hack" && go build -o "$bin/drift" ./bench/drift && go build -o "$bin/fleet" ./bench/fleet)
 	trap e2e_down EXIT
 	e2e_setup_started=1
@@ -431,7 +432,6 @@ fleet() {
 	export TEAMSPACE_STATE=${BENCH_STATE:-/tmp/teamspace-bench}
 	export HOOK_PORT=${HOOK_PORT:-18380}
 	export TEAMSPACE_PROFILING=1
-	resolve_engines
 	(cd "$hack" && go build -o "$bin/fleet" ./bench/fleet)
 	local pprof_port=${BENCH_ENGINE_PPROF_PORT:-28060}
 	local window=${FLEET_WINDOW:-60s}
@@ -518,7 +518,6 @@ leader_pid() {
 failover() {
 	export TEAMSPACE_STATE=${BENCH_STATE:-/tmp/teamspace-bench}
 	export HOOK_PORT=${HOOK_PORT:-18380}
-	resolve_engines
 	(cd "$hack" && go build -o "$bin/drift" ./bench/drift)
 	trap 'failover_down; e2e_down' EXIT
 	e2e_setup_started=1

@@ -522,7 +522,8 @@ ENGINE_PATCHES="${ENGINE_PATCHES:-${TEAMSPACE_ROOT}/hack/bench/engine-patches}"
 
 # ensure_proposed_engine sets and exports PROPOSED_METACONTROLLER_BIN: the
 # pinned source (metacontroller_source) with every ENGINE_PATCHES/*.patch
-# (or those numbered in ENGINE_PATCHES_ONLY, e.g. 0001,0003) applied in order, built once per set of changes into
+# (or those numbered in ENGINE_PATCHES_ONLY, e.g. 0001,0003) applied in
+# order, built once per set of changes into
 # TEAMSPACE_CACHE/metacontroller-<version>-proposed-<hash of the diffs>
 # and stamped <version>+proposed.<hash>. Only hack/bench.sh runs it: the
 # suite and every install path refuse such a build (check_metacontroller_bin).

@@ -74,6 +74,13 @@ func fakeTree(t *testing.T, version string, broken bool) string {
 	if version != "" {
 		files["SOURCE"] = "Metacontroller " + version + " (tag " + version + ", commit 0000000), a fake for tests/engine.\n"
 	}
+	writeFiles(t, dir, files)
+	return dir
+}
+
+// writeFiles writes each file (a path under dir) with its body.
+func writeFiles(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
 	for name, body := range files {
 		p := filepath.Join(dir, name)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -83,7 +90,6 @@ func fakeTree(t *testing.T, version string, broken bool) string {
 			t.Fatal(err)
 		}
 	}
-	return dir
 }
 
 // fakeBinary builds a fake tree stamped as its releases are

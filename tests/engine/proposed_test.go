@@ -36,11 +36,7 @@ diff --git a/pkg/cmd/metacontroller/main.go b/pkg/cmd/metacontroller/main.go
 func patchesDir(t *testing.T, patches map[string]string) string {
 	t.Helper()
 	dir := t.TempDir()
-	for name, body := range patches {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeFiles(t, dir, patches)
 	return dir
 }
 
