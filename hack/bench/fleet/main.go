@@ -454,7 +454,9 @@ type window struct {
 	f                      *fleet
 	start                  time.Time
 	engine, hook, apiserve benchutil.Counters
-	cpu                    benchutil.CPUSample
+	// queue is the engine's CompositeController workqueue series.
+	queue benchutil.Counters
+	cpu   benchutil.CPUSample
 }
 
 func isEngineRequest(l string) bool { return strings.HasPrefix(l, "rest_client_requests_total{") }
@@ -485,11 +487,26 @@ func (f *fleet) scrape(ctx context.Context) (engine, hook, api benchutil.Counter
 	return engine, hook, api
 }
 
+// scrapeQueue reads the engine's workqueue series (none without
+// -engine-metrics).
+func (f *fleet) scrapeQueue(ctx context.Context) benchutil.Counters {
+	if f.engineURL == "" {
+		return benchutil.Counters{}
+	}
+	c, err := benchutil.Scrape(ctx, benchutil.HTTPGetter(f.engineURL), benchutil.IsCompositeQueue)
+	if err != nil {
+		log.Printf("engine queue metrics: %v", err)
+		return benchutil.Counters{}
+	}
+	return c
+}
+
 func (f *fleet) sampleCPU() benchutil.CPUSample { return benchutil.SampleCPU(f.procs) }
 
 func (f *fleet) begin(ctx context.Context) *window {
 	w := &window{f: f, cpu: f.sampleCPU()}
 	w.engine, w.hook, w.apiserve = f.scrape(ctx)
+	w.queue = f.scrapeQueue(ctx)
 	w.start = time.Now()
 	return w
 }
@@ -514,6 +531,7 @@ func (w *window) end(ctx context.Context) (string, sums) {
 	s.secs = time.Since(w.start).Seconds()
 	s.cpu = w.f.sampleCPU()
 	engine, hook, api := w.f.scrape(ctx)
+	queue := w.f.scrapeQueue(ctx)
 	byMethod := benchutil.SumBy(w.engine, engine, "method")
 	for _, v := range byMethod {
 		s.engine += v
@@ -533,8 +551,9 @@ func (w *window) end(ctx context.Context) (string, sums) {
 			s.quotaStatusWrites += d
 		}
 	}
-	line := fmt.Sprintf("engine_req=%g engine_req_per_s=%.1f %s hook_calls=%g hook_calls_per_s=%.1f api_writes=%g teamspace_status_writes=%g quota_status_writes=%g %s",
-		s.engine, s.engine/s.secs, benchutil.FormatBy("engine_", byMethod), hookCalls, hookCalls/s.secs, writes, s.statusWrites, s.quotaStatusWrites, benchutil.FormatCPU(w.cpu, s.cpu))
+	line := fmt.Sprintf("engine_req=%g engine_req_per_s=%.1f %s hook_calls=%g hook_calls_per_s=%.1f api_writes=%g teamspace_status_writes=%g quota_status_writes=%g %s %s",
+		s.engine, s.engine/s.secs, benchutil.FormatBy("engine_", byMethod), hookCalls, hookCalls/s.secs, writes, s.statusWrites, s.quotaStatusWrites,
+		benchutil.FormatQueue(w.queue, queue), benchutil.FormatCPU(w.cpu, s.cpu))
 	return line, s
 }
 

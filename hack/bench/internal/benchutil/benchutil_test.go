@@ -105,3 +105,43 @@ func TestSummarise(t *testing.T) {
 		t.Errorf("Summarise(1..200 ms) = p50 %s p99 %s max %s, want 100ms 198ms 200ms", s.P50, s.P99, s.Max)
 	}
 }
+
+func TestQueue(t *testing.T) {
+	const q = `name="CompositeController-teamspace-controller"`
+	before := Counters{
+		`workqueue_queue_duration_seconds_bucket{le="0.1",` + q + `}`:                10,
+		`workqueue_queue_duration_seconds_bucket{le="0.9999999999999999",` + q + `}`: 10,
+		`workqueue_queue_duration_seconds_bucket{le="+Inf",` + q + `}`:               10,
+		`workqueue_queue_duration_seconds_sum{` + q + `}`:                            1,
+		`workqueue_queue_duration_seconds_count{` + q + `}`:                          10,
+	}
+	after := Counters{
+		`workqueue_queue_duration_seconds_bucket{le="0.1",` + q + `}`:                16,
+		`workqueue_queue_duration_seconds_bucket{le="0.9999999999999999",` + q + `}`: 18,
+		`workqueue_queue_duration_seconds_bucket{le="+Inf",` + q + `}`:               20,
+		`workqueue_queue_duration_seconds_sum{` + q + `}`:                            6,
+		`workqueue_queue_duration_seconds_count{` + q + `}`:                          20,
+		`workqueue_depth{` + q + `}`:                                                 7,
+	}
+	got := Queue(before, after, "workqueue_queue_duration_seconds")
+	want := QueueStat{N: 10, Mean: 0.5, Over1s: 0.2}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Queue (-want +got):\n%s", diff)
+	}
+	if got := Queue(before, after, "workqueue_work_duration_seconds"); got != (QueueStat{}) {
+		t.Errorf("Queue of a metric with no series = %+v, want zero", got)
+	}
+	if got := Depth(after); got != 7 {
+		t.Errorf("Depth = %g, want 7", got)
+	}
+	for line, want := range map[string]bool{
+		`workqueue_depth{` + q + `} 3`:                         true,
+		`workqueue_depth{name="DecoratorController-x"} 3`:      false,
+		`rest_client_requests_total{method="GET"} 3`:           false,
+		`workqueue_adds_total{name="CompositeController-a"} 1`: true,
+	} {
+		if got := IsCompositeQueue(line); got != want {
+			t.Errorf("IsCompositeQueue(%s) = %v, want %v", line, got, want)
+		}
+	}
+}

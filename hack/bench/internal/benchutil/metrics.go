@@ -158,3 +158,65 @@ func FormatBy(prefix string, m map[string]float64) string {
 	}
 	return strings.Join(parts, " ")
 }
+
+// IsCompositeQueue keeps the workqueue series (client-go's and
+// controller-runtime's priority queue export the same names) of the
+// engine's CompositeController queues: how long a key waited before a
+// worker took it, and how long the worker took.
+func IsCompositeQueue(line string) bool {
+	return strings.HasPrefix(line, "workqueue_") && strings.Contains(line, `name="CompositeController-`)
+}
+
+// QueueStat is one workqueue histogram over a window: how many observations,
+// their mean, and the share of them above one second.
+type QueueStat struct {
+	N, Mean, Over1s float64
+}
+
+// Queue summarises after - before of a workqueue histogram (metric is
+// "workqueue_queue_duration_seconds" or "workqueue_work_duration_seconds")
+// summed over every queue IsCompositeQueue kept. The buckets are powers of
+// ten, so a mean and a share above 1 s say more than a quantile would.
+func Queue(before, after Counters, metric string) QueueStat {
+	var n, sum, le1 float64
+	for k, v := range after {
+		d := v - before[k]
+		switch {
+		case strings.HasPrefix(k, metric+"_count{"):
+			n += d
+		case strings.HasPrefix(k, metric+"_sum{"):
+			sum += d
+		case strings.HasPrefix(k, metric+"_bucket{") && nearOne(labelValue(k, "le")):
+			le1 += d
+		}
+	}
+	if n == 0 {
+		return QueueStat{}
+	}
+	return QueueStat{N: n, Mean: sum / n, Over1s: (n - le1) / n}
+}
+
+// nearOne says whether a bucket's bound is the one at 1 s: the buckets are
+// made by repeated multiplication and print as e.g. 0.9999999999999999.
+func nearOne(le string) bool {
+	f, err := strconv.ParseFloat(le, 64)
+	return err == nil && f > 0.5 && f < 2
+}
+
+// Depth sums a gauge (workqueue_depth) over every queue kept.
+func Depth(c Counters) float64 {
+	var d float64
+	for k, v := range c {
+		if strings.HasPrefix(k, "workqueue_depth{") {
+			d += v
+		}
+	}
+	return d
+}
+
+// FormatQueue prints a window's queue figures as k=v pairs.
+func FormatQueue(before, after Counters) string {
+	wait, work := Queue(before, after, "workqueue_queue_duration_seconds"), Queue(before, after, "workqueue_work_duration_seconds")
+	return fmt.Sprintf("queue_gets=%g queue_wait_mean_ms=%.1f queue_wait_over_1s=%.3f work_mean_ms=%.1f queue_depth_end=%g",
+		wait.N, wait.Mean*1000, wait.Over1s, work.Mean*1000, Depth(after))
+}
