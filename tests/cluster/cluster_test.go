@@ -35,7 +35,11 @@ const (
 	groupVersion = "platform.labhub.io/v1alpha1"
 )
 
-func TestMain(m *testing.M) { os.Exit(controlplane.Main(m)) }
+func TestMain(m *testing.M) {
+	code := controlplane.Main(m)
+	testenv.RemoveTempDirs() // the hook binary runStatus built
+	os.Exit(code)
+}
 
 // needCluster skips the test when TestMain started no control plane.
 func needCluster(t *testing.T) { t.Helper(); controlplane.Need(t) }
