@@ -463,11 +463,21 @@ func isEngineRequest(l string) bool { return strings.HasPrefix(l, "rest_client_r
 func isHookCall(l string) bool      { return strings.HasPrefix(l, "teamspace_hook_requests_total{") }
 func isAPIRequest(l string) bool    { return strings.HasPrefix(l, "apiserver_request_total{") }
 
-func (f *fleet) scrape(ctx context.Context) (engine, hook, api benchutil.Counters) {
-	engine, hook = benchutil.Counters{}, benchutil.Counters{}
+// scrape reads the counters a window compares: the engine's requests and
+// its CompositeController queue series (from one read of its /metrics),
+// the hook's calls and the API server's requests.
+func (f *fleet) scrape(ctx context.Context) (engine, queue, hook, api benchutil.Counters) {
+	engine, queue, hook = benchutil.Counters{}, benchutil.Counters{}, benchutil.Counters{}
 	if f.engineURL != "" {
-		if c, err := benchutil.Scrape(ctx, benchutil.HTTPGetter(f.engineURL), isEngineRequest); err == nil {
-			engine = c
+		keep := func(l string) bool { return isEngineRequest(l) || benchutil.IsCompositeQueue(l) }
+		if c, err := benchutil.Scrape(ctx, benchutil.HTTPGetter(f.engineURL), keep); err == nil {
+			for k, v := range c {
+				if benchutil.IsCompositeQueue(k) {
+					queue[k] = v
+				} else {
+					engine[k] = v
+				}
+			}
 		} else {
 			log.Printf("engine metrics: %v", err)
 		}
@@ -484,29 +494,14 @@ func (f *fleet) scrape(ctx context.Context) (engine, hook, api benchutil.Counter
 		log.Printf("apiserver metrics: %v", err)
 		api = benchutil.Counters{}
 	}
-	return engine, hook, api
-}
-
-// scrapeQueue reads the engine's workqueue series (none without
-// -engine-metrics).
-func (f *fleet) scrapeQueue(ctx context.Context) benchutil.Counters {
-	if f.engineURL == "" {
-		return benchutil.Counters{}
-	}
-	c, err := benchutil.Scrape(ctx, benchutil.HTTPGetter(f.engineURL), benchutil.IsCompositeQueue)
-	if err != nil {
-		log.Printf("engine queue metrics: %v", err)
-		return benchutil.Counters{}
-	}
-	return c
+	return engine, queue, hook, api
 }
 
 func (f *fleet) sampleCPU() benchutil.CPUSample { return benchutil.SampleCPU(f.procs) }
 
 func (f *fleet) begin(ctx context.Context) *window {
 	w := &window{f: f, cpu: f.sampleCPU()}
-	w.engine, w.hook, w.apiserve = f.scrape(ctx)
-	w.queue = f.scrapeQueue(ctx)
+	w.engine, w.queue, w.hook, w.apiserve = f.scrape(ctx)
 	w.start = time.Now()
 	return w
 }
@@ -530,8 +525,7 @@ func (w *window) end(ctx context.Context) (string, sums) {
 	var s sums
 	s.secs = time.Since(w.start).Seconds()
 	s.cpu = w.f.sampleCPU()
-	engine, hook, api := w.f.scrape(ctx)
-	queue := w.f.scrapeQueue(ctx)
+	engine, queue, hook, api := w.f.scrape(ctx)
 	byMethod := benchutil.SumBy(w.engine, engine, "method")
 	for _, v := range byMethod {
 		s.engine += v
