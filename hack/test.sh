@@ -25,6 +25,10 @@
 # be had the run fails under CI=true; elsewhere it goes on and says, at its
 # start and its end, which tests did not run.
 #
+# Every go test runs with -shuffle=on: no test may depend on the order
+# the tests of its package run in. The seed is printed ("-test.shuffle N");
+# go test -shuffle=N repeats an order.
+#
 # To add a step: write a small function and call it from main.
 set -euo pipefail
 
@@ -70,7 +74,7 @@ go_vet() {
 	step "go vet (hack module: control-plane build, benchmark programs)"
 	(cd hack && go vet ./...)
 	step "go test (hack module: the benchmark programs' shared code)"
-	(cd hack && go test ./bench/...)
+	(cd hack && go test -shuffle=on ./bench/...)
 }
 
 # engine provides the real Metacontroller to every engine test
@@ -122,7 +126,7 @@ tools() {
 # 1.27; it failed a CI run here).
 hook_tests() {
 	step "go test -race ./hook/..."
-	go test -race -count=1 ./hook/...
+	go test -race -count=1 -shuffle=on ./hook/...
 	step "fuzz the hooks: ${FUZZTIME:-20000x} inputs"
 	go test -run '^$' -fuzz FuzzHooks -fuzztime "${FUZZTIME:-20000x}" ./hook/server
 }
@@ -143,13 +147,14 @@ control_plane_binaries() {
 # cluster_tests runs every package under tests/; each package that needs a
 # cluster starts its own private control plane from TestMain
 # (tests/controlplane), keeps its logs if a test fails, and stops it. One
-# package at a time: two cores. tests/node boots hack/node.sh's
+# package at a time: two cores; inside tests/cluster the tests that wait on
+# the API server run side by side (CONTRIBUTING: parallel and alone). tests/node boots hack/node.sh's
 # systemd-nspawn machine (TEAMSPACE_NODE_TEST=1; it brings its own control
 # plane inside the node).
 cluster_tests() {
 	step "go test ./tests/... (Kubernetes ${KUBE_VERSION} on ${TEAMSPACE_DATASTORE})"
 	ensure_node_tools
-	TEAMSPACE_NODE_TEST="${TEAMSPACE_NODE_TEST:-1}" go test -count=1 -p 1 -timeout 45m ./tests/...
+	TEAMSPACE_NODE_TEST="${TEAMSPACE_NODE_TEST:-1}" go test -count=1 -p 1 -shuffle=on -timeout 45m ./tests/...
 }
 
 # ensure_node_tools installs what hack/node.sh needs (systemd-nspawn,

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/labhub/teamspace/tests/controlplane"
+	"github.com/labhub/teamspace/tests/testenv"
 )
 
 var teamSpaces = schema.GroupVersionResource{Group: "platform.labhub.io", Version: "v1alpha1", Resource: "teamspaces"}
@@ -112,7 +113,7 @@ func BenchmarkAdmission(b *testing.B) {
 			installGuardrails(b)
 		case "guardrails+limits":
 			installGuardrails(b)
-			installLimits(b)
+			installLimitsPolicy(b)
 		}
 		for _, o := range ops {
 			b.Run("policy="+policy+"/"+o.op, func(b *testing.B) {
@@ -131,6 +132,7 @@ func BenchmarkAdmission(b *testing.B) {
 func removeGuardrails(b testing.TB) {
 	b.Helper()
 	mustKubectl(b, "", "delete", "--ignore-not-found", "-f", deployFile(b, "guardrails.yaml"))
+	testenv.Undo("guardrails")
 	if !eventually(30*time.Second, 200*time.Millisecond, func() bool { return !guardrailsEnforced(b) }) {
 		b.Fatal("the guard-rails policy is still enforced 30s after deleting it")
 	}
@@ -142,6 +144,7 @@ func removeGuardrails(b testing.TB) {
 func removeLimits(b testing.TB, requester string) {
 	b.Helper()
 	mustKubectl(b, "", "delete", "--ignore-not-found", "-f", deployFile(b, "limits.yaml"))
+	testenv.Undo("limits")
 	privileged := map[string]any{"pods": 1, "podSecurity": "privileged"}
 	if !eventually(30*time.Second, 200*time.Millisecond, func() bool {
 		return probe(b, as(requester), privileged) == nil

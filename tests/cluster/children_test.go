@@ -17,6 +17,7 @@ import (
 // theirs. The engine and system:masters are not held, and deleting the
 // namespace still completes (the namespace controller deletes the children).
 func TestChildrenStayThePlatforms(t *testing.T) {
+	parallel(t)
 	installOwnerAccess(t)
 	s := suffix(t, 6)
 	owner := "owner-" + s

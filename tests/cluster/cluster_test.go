@@ -13,6 +13,13 @@
 // Each test makes names of its own (a random suffix), so two runs, or other
 // packages, can share a cluster; the CRD is applied (idempotently) and left
 // installed, as other packages running at the same time may rely on it.
+//
+// Most tests run side by side (parallel: they wait on the API server, not
+// on the CPU); the few that change what others read cluster-wide (the limits
+// ConfigMap, a policy deleted and put back, the CRD) run alone, before the
+// parallel ones start, and say why (alone). What stays installed (the CRD,
+// the platform's policies) is installed once, one install at a time
+// (testenv.Setup).
 package cluster_test
 
 import (
@@ -43,6 +50,30 @@ func TestMain(m *testing.M) {
 
 // needCluster skips the test when TestMain started no control plane.
 func needCluster(t *testing.T) { t.Helper(); controlplane.Need(t) }
+
+// parallel is needCluster for a test that runs beside the other parallel
+// tests (testenv.Parallel): it makes its own objects and changes nothing
+// cluster-wide that another test reads.
+func parallel(t *testing.T) {
+	t.Helper()
+	needCluster(t)
+	testenv.Parallel(t)
+}
+
+// alone is needCluster for a test that changes what others read
+// cluster-wide, and so runs with no other test beside it (testenv.Alone);
+// why says what it changes.
+func alone(t *testing.T, why string) {
+	t.Helper()
+	needCluster(t)
+	testenv.Alone(t, why)
+}
+
+// Why the alone tests run alone.
+const (
+	changesLimits = "it changes the limits ConfigMap, which every requester's TeamSpace and every team namespace's policy reads"
+	deletesCRD    = "it deletes the TeamSpace CRD, and with it every TeamSpace"
+)
 
 func repoRoot(t testing.TB) string { return testenv.RepoRoot() }
 
@@ -131,6 +162,11 @@ func eventually(timeout, interval time.Duration, cond func() bool) bool {
 // is Established. It is idempotent and leaves the CRD installed.
 func installCRD(t testing.TB) {
 	t.Helper()
+	testenv.Setup(t, "crd", func() { applyCRD(t) })
+}
+
+func applyCRD(t testing.TB) {
+	t.Helper()
 	crd := filepath.Join(repoRoot(t), "crd.yaml")
 	if _, err := os.Stat(crd); err != nil {
 		t.Fatalf("crd.yaml: %v", err)
@@ -178,7 +214,7 @@ func deleteOnCleanup(t *testing.T, args ...string) {
 // TestKubectlVersion records which kubectl and API server the tests use; a
 // kubectl of another minor version than the server is worth knowing about.
 func TestKubectlVersion(t *testing.T) {
-	needCluster(t)
+	parallel(t)
 	out := mustKubectl(t, "", "version", "-o", "json")
 	var v struct {
 		Client struct{ GitVersion string } `json:"clientVersion"`

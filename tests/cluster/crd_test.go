@@ -14,7 +14,7 @@ import (
 )
 
 func TestCRDEstablished(t *testing.T) {
-	needCluster(t)
+	parallel(t)
 	installCRD(t)
 	out := mustKubectl(t, "", "get", "crd", crdName,
 		"-o", `jsonpath={.status.conditions[?(@.type=="Established")].status}`)
@@ -28,7 +28,7 @@ func TestCRDEstablished(t *testing.T) {
 // every printer column of crd.yaml shows its field: the quota's usage
 // (issue #28; memory with -o wide), not the spec's limits.
 func TestPrinterColumns(t *testing.T) {
-	needCluster(t)
+	parallel(t)
 	installCRD(t)
 	name := "columns-" + suffix(t, 6)
 	mustKubectl(t, teamSpace(name, map[string]any{"pods": 4, "cpu": "0.5"}), "create", "-f", "-")
@@ -71,7 +71,7 @@ func TestPrinterColumns(t *testing.T) {
 // namespace team-<name>, and defaults a good spec (the specs it refuses are
 // TestSpecTable's).
 func TestValidation(t *testing.T) {
-	needCluster(t)
+	parallel(t)
 	installCRD(t)
 
 	s := suffix(t, 6)
@@ -149,7 +149,7 @@ func TestValidation(t *testing.T) {
 // validation Warn, the API's own default (kubectl's is Strict): an unknown
 // field is pruned, as the hook ignores it.
 func TestSpecTable(t *testing.T) {
-	needCluster(t)
+	parallel(t)
 	installCRD(t)
 	s := suffix(t, 6)
 	for i, c := range golden.SpecCases(t) {
@@ -176,7 +176,7 @@ func TestSpecTable(t *testing.T) {
 // seed-style spec gets the defaults podSecurity baseline and
 // networkIsolation true.
 func TestValidationNewFields(t *testing.T) {
-	needCluster(t)
+	parallel(t)
 	installCRD(t)
 	s := suffix(t, 6)
 	full := "vfull-" + s
@@ -206,7 +206,7 @@ func TestValidationNewFields(t *testing.T) {
 // TestGeneration: what bumps metadata.generation, the number the controller
 // reports back as status.observedGeneration.
 func TestGeneration(t *testing.T) {
-	needCluster(t)
+	parallel(t)
 	installCRD(t)
 
 	name := "gen-" + suffix(t, 8)
@@ -264,7 +264,7 @@ func TestGeneration(t *testing.T) {
 // types' comments; hook/api/v1alpha1 TestEveryFieldDescribed checks each
 // says what the field does, its default and its bounds).
 func TestExplain(t *testing.T) {
-	needCluster(t)
+	parallel(t)
 	installCRD(t)
 	var crd struct {
 		Spec struct {

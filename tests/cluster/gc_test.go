@@ -10,7 +10,14 @@ import (
 // goes away when the TeamSpace is deleted, through the cluster's garbage
 // collector, as the team namespaces do once Metacontroller let go of them.
 func TestGarbageCollection(t *testing.T) {
-	needCluster(t)
+	parallel(t)
+	checkGarbageCollection(t)
+}
+
+// checkGarbageCollection is TestGarbageCollection's check, which
+// TestGuardrailsLeaveGCAlone makes with the guard rails installed.
+func checkGarbageCollection(t *testing.T) {
+	t.Helper()
 	installCRD(t)
 
 	s := suffix(t, 8)

@@ -3,13 +3,17 @@ package cluster_test
 import (
 	"crypto/sha256"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
 	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
 // goldenAnswers lists the hook's golden answers, as "sync/<case>" →
@@ -46,11 +50,12 @@ func kindOrder(kind string) int {
 // not rewrite when the engine sends the same answer again (same
 // resourceVersion after an identical update).
 //
-// Answers of different cases share names (namespace team-gamma), so the
-// cases run one after another, each removing its objects (and waiting until
-// they are gone) before the next; identical answers are checked once.
+// Answers of different cases share names (namespace team-gamma), so each
+// case's children get a TeamSpace name of their own first (renamed), and
+// the cases run side by side; each removes its objects (and waits until
+// they are gone) when it ends. Identical answers are checked once.
 func TestGoldenChildrenAccepted(t *testing.T) {
-	needCluster(t)
+	parallel(t)
 	names, paths := goldenAnswers(t)
 	if len(names) == 0 {
 		t.Fatal("no golden answers: want tests/testdata/{sync,finalize}/*/response.json")
@@ -81,23 +86,81 @@ func TestGoldenChildrenAccepted(t *testing.T) {
 			continue
 		}
 		seen[sum] = name
-		t.Run(name, func(t *testing.T) { checkChildren(t, children) })
+		t.Run(name, func(t *testing.T) {
+			parallel(t)
+			checkChildren(t, renamed(children, suffix(t, 5)))
+		})
 	}
 	t.Logf("%d golden answers, %d children in all, %d distinct answers", len(names), total, len(seen))
+}
+
+// renamed returns a deep copy of an answer's children made for another
+// TeamSpace name: the name the answer was made for (its Namespace child is
+// team-<name>; else the TeamSpace label of a child) becomes <name>-<s>
+// wherever a string value holds it as a word of its own (names,
+// namespaces, label values, selectors, subjects, owner references), so
+// that cases answered for the same TeamSpace do not share objects. Map
+// keys are left alone. Children of no TeamSpace come back as they are.
+func renamed(children []map[string]any, s string) []map[string]any {
+	var old string
+	for _, c := range children {
+		if n := str(field(c, "metadata", "name")); str(c["kind"]) == "Namespace" && strings.HasPrefix(n, "team-") {
+			old = strings.TrimPrefix(n, "team-")
+			break
+		}
+		if l := str(field(c, "metadata", "labels", "platform.labhub.io/teamspace")); l != "" && old == "" {
+			old = l
+		}
+	}
+	var re *regexp.Regexp
+	if old != "" {
+		re = regexp.MustCompile(`\b` + regexp.QuoteMeta(old) + `\b`)
+	}
+	var walk func(v any) any
+	walk = func(v any) any {
+		switch v := v.(type) {
+		case map[string]any:
+			out := make(map[string]any, len(v))
+			for k, e := range v {
+				out[k] = walk(e)
+			}
+			return out
+		case []any:
+			out := make([]any, len(v))
+			for i, e := range v {
+				out[i] = walk(e)
+			}
+			return out
+		case string:
+			if re == nil {
+				return v
+			}
+			return re.ReplaceAllString(v, old+"-"+s)
+		default:
+			return v
+		}
+	}
+	out := make([]map[string]any, len(children))
+	for i, c := range children {
+		out[i] = walk(c).(map[string]any)
+	}
+	return out
 }
 
 func checkChildren(t *testing.T, children []map[string]any) {
 	sort.SliceStable(children, func(i, j int) bool {
 		return kindOrder(str(children[i]["kind"])) < kindOrder(str(children[j]["kind"]))
 	})
+	api := liveClient(t)
 	type created struct {
 		ref  []string // kind name [-n namespace]
+		live liveRef
 		json string
 		obj  map[string]any
 	}
 	var made []created
 	// Remove in reverse (a namespace takes its contents along) and wait
-	// until gone, so that the next case may use the same names.
+	// until gone, so that nothing is left behind.
 	t.Cleanup(func() {
 		for i := len(made) - 1; i >= 0; i-- {
 			if _, err := kubectl(t, "", append([]string{"delete", "--ignore-not-found", "--wait=false"}, made[i].ref...)...); err != nil {
@@ -105,12 +168,12 @@ func checkChildren(t *testing.T, children []map[string]any) {
 			}
 		}
 		for i := len(made) - 1; i >= 0; i-- {
-			ref := made[i].ref
+			c := made[i]
 			if !eventually(120*time.Second, 250*time.Millisecond, func() bool {
-				_, err := kubectl(t, "", append([]string{"get"}, ref...)...)
-				return isNotFound(err)
+				_, err := api.get(c.live)
+				return apierrors.IsNotFound(err)
 			}) {
-				t.Errorf("cleanup: %s still there after 120s", strings.Join(ref, " "))
+				t.Errorf("cleanup: %s still there after 120s", strings.Join(c.ref, " "))
 			}
 		}
 	})
@@ -150,7 +213,7 @@ func checkChildren(t *testing.T, children []map[string]any) {
 				t.Fatalf("%s: could not create it within 120s: name taken", desc)
 			}
 		}
-		made = append(made, created{ref: ref, json: string(body), obj: child})
+		made = append(made, created{ref: ref, live: liveRef{apiVersion: str(child["apiVersion"]), kind: kind, namespace: ns, name: name}, json: string(body), obj: child})
 	}
 
 	for _, c := range made {
@@ -164,18 +227,27 @@ func checkChildren(t *testing.T, children []map[string]any) {
 		if diff := subsetDiff(c.obj, got); diff != "" {
 			t.Errorf("%s: read back differs from the answer:\n%s", desc, diff)
 		}
-		before := settledResourceVersion(t, c.ref, str(c.obj["kind"]))
+	}
+	refs := make([]liveRef, len(made))
+	for i, c := range made {
+		refs[i] = c.live
+	}
+	settled := settledResourceVersions(t, api, refs)
+	for i, c := range made {
+		desc := strings.Join(c.ref, " ")
 		// The engine sends the same answer again: a full update with the
 		// same content must not write anything.
 		if _, err := kubectl(t, c.json, "replace", "-f", "-"); err != nil {
 			t.Errorf("%s: replace with the same answer: %v", desc, err)
 			continue
 		}
-		after := str(field(mustGet(t, c.ref), "metadata", "resourceVersion"))
-		if after != before {
-			again, _ := getObject(t, c.ref...)
+		again, err := api.get(c.live)
+		if err != nil {
+			t.Fatalf("%s: %v", desc, err)
+		}
+		if after := again.GetResourceVersion(); after != settled[i] {
 			t.Errorf("%s: sending the same answer again changed resourceVersion %s → %s; stored now:\n%s",
-				desc, before, after, mustJSON(again))
+				desc, settled[i], after, mustJSON(again.Object))
 		}
 	}
 }
@@ -187,44 +259,50 @@ func apiGroup(apiVersion string) string {
 	return ""
 }
 
-func mustGet(t *testing.T, ref []string) map[string]any {
-	t.Helper()
-	obj, found := getObject(t, ref...)
-	if !found {
-		t.Fatalf("%s: not found", strings.Join(ref, " "))
-	}
-	return obj
-}
-
 func mustJSON(v any) string {
 	b, _ := json.MarshalIndent(v, "", "  ")
 	return string(b)
 }
 
-// settledResourceVersion waits until controllers are done with a new
-// object (the quota controller fills a ResourceQuota's status; the
+// settledResourceVersions waits until controllers are done with new
+// objects (the quota controller fills a ResourceQuota's status; the
 // namespace's own controllers add service accounts and config maps that the
-// quota then counts) and returns its resourceVersion.
-func settledResourceVersion(t *testing.T, ref []string, kind string) string {
+// quota then counts) and returns their resourceVersions: every
+// ResourceQuota's status.hard equals its spec.hard, then none of them
+// changes for 2s.
+func settledResourceVersions(t *testing.T, api *live, refs []liveRef) []string {
 	t.Helper()
-	var rv string
+	rvs := make([]string, len(refs))
 	stableSince := time.Now()
+	var why string
 	ok := eventually(60*time.Second, 250*time.Millisecond, func() bool {
-		obj := mustGet(t, ref)
-		if kind == "ResourceQuota" && !reflect.DeepEqual(field(obj, "status", "hard"), field(obj, "spec", "hard")) {
-			rv = ""
-			return false
+		changed := false
+		for i, ref := range refs {
+			obj, err := api.get(ref)
+			if err != nil {
+				why = fmt.Sprintf("%s: %v", ref, err)
+				return false
+			}
+			if ref.kind == "ResourceQuota" && !reflect.DeepEqual(field(obj.Object, "status", "hard"), field(obj.Object, "spec", "hard")) {
+				why = ref.String() + ": status.hard is not spec.hard yet"
+				rvs[i], changed = "", true
+				continue
+			}
+			if cur := obj.GetResourceVersion(); cur != rvs[i] {
+				why = ref.String() + " changed"
+				rvs[i], changed = cur, true
+			}
 		}
-		if cur := str(field(obj, "metadata", "resourceVersion")); cur != rv {
-			rv, stableSince = cur, time.Now()
+		if changed {
+			stableSince = time.Now()
 			return false
 		}
 		return time.Since(stableSince) >= 2*time.Second
 	})
 	if !ok {
-		t.Fatalf("%s: did not settle within 60s (a ResourceQuota's status.hard must equal spec.hard, then no change for 2s)", strings.Join(ref, " "))
+		t.Fatalf("the children did not settle within 60s (a ResourceQuota's status.hard must equal spec.hard, then no change for 2s): last %s", why)
 	}
-	return rv
+	return rvs
 }
 
 // subsetDiff reports the fields of want that got lacks or holds with
@@ -265,5 +343,24 @@ func prune(want, got any) any {
 		return out
 	default:
 		return got
+	}
+}
+
+// TestRenamed: renamed makes the answer's TeamSpace name its own wherever a
+// value holds it as a word, and nothing else.
+func TestRenamed(t *testing.T) {
+	in := []map[string]any{
+		{"kind": "Namespace", "metadata": map[string]any{"name": "team-gamma", "labels": map[string]any{"platform.labhub.io/teamspace": "gamma", "gamma": "gammas"}}},
+		{"kind": "ClusterRole", "metadata": map[string]any{"name": "teamspace-owner-gamma", "ownerReferences": []any{map[string]any{"name": "gamma"}}}},
+	}
+	want := []map[string]any{
+		{"kind": "Namespace", "metadata": map[string]any{"name": "team-gamma-x1", "labels": map[string]any{"platform.labhub.io/teamspace": "gamma-x1", "gamma": "gammas"}}},
+		{"kind": "ClusterRole", "metadata": map[string]any{"name": "teamspace-owner-gamma-x1", "ownerReferences": []any{map[string]any{"name": "gamma-x1"}}}},
+	}
+	if got := renamed(in, "x1"); !reflect.DeepEqual(got, want) {
+		t.Errorf("renamed:\n%s\nwant:\n%s", mustJSON(got), mustJSON(want))
+	}
+	if str(field(in[0], "metadata", "name")) != "team-gamma" {
+		t.Error("renamed changed its input")
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/labhub/teamspace/tests/testenv"
 )
 
 const (
@@ -15,22 +17,20 @@ const (
 )
 
 // installGuardrails applies hack/deploy/guardrails.yaml and waits until the
-// API server enforces it (a policy takes a moment to be loaded); it is
-// removed again when the test ends, so that other tests see the cluster as
-// they found it.
+// API server enforces it (a policy takes a moment to be loaded). Like the
+// limits, it stays installed, as in every install (the platform's
+// kustomization.yaml lists it): the tests running beside it never delete a
+// TeamSpace annotated protected (TestStatus lifts the annotation first) nor
+// the CRD (TestGuardrailsCRD runs alone).
 func installGuardrails(t testing.TB) {
 	t.Helper()
 	installCRD(t)
-	file := deployFile(t, "guardrails.yaml")
-	mustKubectl(t, "", "apply", "-f", file)
-	t.Cleanup(func() {
-		if _, err := kubectl(t, "", "delete", "--ignore-not-found", "-f", file); err != nil {
-			t.Logf("cleanup: %v", err)
+	testenv.Setup(t, "guardrails", func() {
+		mustKubectl(t, "", "apply", "-f", deployFile(t, "guardrails.yaml"))
+		if !eventually(30*time.Second, 200*time.Millisecond, func() bool { return guardrailsEnforced(t) }) {
+			t.Fatal("the guard-rails policy is not enforced 30s after applying it")
 		}
 	})
-	if !eventually(30*time.Second, 200*time.Millisecond, func() bool { return guardrailsEnforced(t) }) {
-		t.Fatal("the guard-rails policy is not enforced 30s after applying it")
-	}
 }
 
 // guardrailsEnforced tells whether the API server enforces the guard-rails
@@ -103,7 +103,7 @@ func wantAccepted(t *testing.T, what string, err error) {
 // TestGuardrailsTeamSpace is every row of the policy for TeamSpaces: what
 // it refuses (with which message) and what it must let through.
 func TestGuardrailsTeamSpace(t *testing.T) {
-	needCluster(t)
+	alone(t, "it deletes every TeamSpace (kubectl delete --all, deletecollection)")
 	installGuardrails(t)
 	s := suffix(t, 6)
 	prot, plain := "gr-p-"+s, "gr-u-"+s
@@ -190,9 +190,9 @@ func TestGuardrailsTeamSpace(t *testing.T) {
 // of a deleted TeamSpace with the policy installed (namespaces are not
 // matched, and the owner is already gone).
 func TestGuardrailsLeaveGCAlone(t *testing.T) {
-	needCluster(t)
+	parallel(t)
 	installGuardrails(t)
-	TestGarbageCollection(t)
+	checkGarbageCollection(t)
 }
 
 // TestGuardrailsCRD: deleting the TeamSpace CRD is refused until it carries
@@ -200,9 +200,12 @@ func TestGuardrailsLeaveGCAlone(t *testing.T) {
 // really deleted at the end (with a protected TeamSpace in it: the CRD's
 // own cleanup does not go through admission) and installed again.
 func TestGuardrailsCRD(t *testing.T) {
-	needCluster(t)
+	alone(t, deletesCRD)
 	installGuardrails(t)
-	t.Cleanup(func() { installCRD(t) })
+	t.Cleanup(func() {
+		testenv.Undo("crd") // deleted, or its annotation changed: applied again
+		installCRD(t)
+	})
 	name := "gr-crd-" + suffix(t, 6)
 	mustKubectl(t, annotated(teamSpace(name, map[string]any{"pods": 1}), protectedKey, "true"), "create", "-f", "-")
 
@@ -218,7 +221,7 @@ func TestGuardrailsCRD(t *testing.T) {
 	_, err = kubectl(t, "", "delete", "crd", crdName, "--wait=false")
 	wantRefused(t, "delete CRD with allow-delete=false", err, "every team namespace")
 	// Re-applying crd.yaml (install.sh, up.sh) is an UPDATE that must pass.
-	installCRD(t)
+	applyCRD(t)
 	if _, found := getObject(t, "teamspace", name); !found {
 		t.Fatalf("TeamSpace %s is gone after the refused CRD deletes", name)
 	}

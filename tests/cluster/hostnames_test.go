@@ -73,6 +73,7 @@ func installHTTPRouteCRD(t *testing.T) {
 // namespace that is no team's is not either; an update is held only in the
 // hosts it adds.
 func TestHostnamesBelongToOneTeam(t *testing.T) {
+	alone(t, changesLimits)
 	c := newTenantCast(t, "web")
 	owner, ns, other, platform := c.owner, c.ns, c.other, c.platform
 	name := strings.TrimPrefix(ns, teamspace.NamespacePrefix)

@@ -17,6 +17,7 @@ import (
 // egress rules stay allowed. In a namespace the platform left open
 // (networkIsolation: false) the owner's policies are theirs.
 func TestIsolationHeld(t *testing.T) {
+	parallel(t)
 	installOwnerAccess(t)
 	sfx := suffix(t, 6)
 	owner := "owner-" + sfx

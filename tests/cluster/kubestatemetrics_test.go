@@ -27,6 +27,7 @@ import (
 // (teamspace-rules.yaml, and the inputs of its promtool tests) is there,
 // with the labels they match on and the values of the spec and status.
 func TestKubeStateMetricsConfig(t *testing.T) {
+	parallel(t)
 	cp := controlplane.Need(t)
 	bin := os.Getenv("KUBE_STATE_METRICS_BIN")
 	if bin == "" {

@@ -99,30 +99,51 @@ func restrictedPod(name string, change func(pod, container map[string]any)) stri
 
 func securityContext(c map[string]any) map[string]any { return c["securityContext"].(map[string]any) }
 
-func TestMultiTenancyBenchmarks(t *testing.T) {
+// mtbTenant is tenant A of the benchmarks: a requester's restricted
+// TeamSpace owned by ownerA, its namespace nsA, and tenant A's pods.
+type mtbTenant struct {
+	s, a, ownerA, nsA, requester string
+	restricted                   map[string]any
+	// createPod is a server dry run of a pod created by ownerA in nsA.
+	createPod func(manifest string) error
+}
+
+// newMTBTenant makes tenant A (the policies installed) and checks the
+// control: tenant A may run a restricted pod at all.
+func newMTBTenant(t *testing.T) mtbTenant {
+	t.Helper()
 	installOwnerAccess(t)
+	installLimits(t)
 	s := suffix(t, 6)
-	ownerA, ownerB := "tenant-a-"+s, "tenant-b-"+s
-	a, b := "mtb-a-"+s, "mtb-b-"+s
-	installRequestedBy(t)
-	requester := "mtb-requester-" + s
-	bindRole(t, "teamspace-requester", "User", requester)
-	restricted := with(within(), "podSecurity", "restricted")
-	createOwnedAs(t, as(requester), a, ownedBy(restricted, ownerA))
-	createOwned(t, b, ownedBy(restricted, ownerB))
-	nsA, nsB := teamspace.NamespaceName(a), teamspace.NamespaceName(b)
-	createPod := func(manifest string) error { return dryRunCreate(t, as(ownerA), nsA, manifest) }
-	// The control: tenant A may run a restricted pod at all.
-	if !eventually(10*time.Second, 200*time.Millisecond, func() bool { return createPod(restrictedPod("control", nil)) == nil }) {
-		t.Fatalf("control: tenant A's restricted pod is refused: %v; the pod checks would prove nothing", createPod(restrictedPod("control", nil)))
+	m := mtbTenant{s: s, ownerA: "tenant-a-" + s, requester: "mtb-requester-" + s, restricted: with(within(), "podSecurity", "restricted")}
+	m.a = "mtb-a-" + s
+	bindRole(t, "teamspace-requester", "User", m.requester)
+	createOwnedAs(t, as(m.requester), m.a, ownedBy(m.restricted, m.ownerA))
+	m.nsA = teamspace.NamespaceName(m.a)
+	m.createPod = func(manifest string) error { return dryRunCreate(t, as(m.ownerA), m.nsA, manifest) }
+	if !eventually(10*time.Second, 200*time.Millisecond, func() bool { return m.createPod(restrictedPod("control", nil)) == nil }) {
+		t.Fatalf("control: tenant A's restricted pod is refused: %v; the pod checks would prove nothing", m.createPod(restrictedPod("control", nil)))
 	}
-	refusedPod := func(t *testing.T, what string, change func(pod, container map[string]any), want string) {
-		t.Helper()
-		err := createPod(restrictedPod("p", change))
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("tenant A's pod with %s: %v, want refused (%s)", what, err, want)
-		}
+	return m
+}
+
+// refusedPod checks that tenant A's restricted pod, changed by change, is
+// refused saying want.
+func (m mtbTenant) refusedPod(t *testing.T, what string, change func(pod, container map[string]any), want string) {
+	t.Helper()
+	err := m.createPod(restrictedPod("p", change))
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("tenant A's pod with %s: %v, want refused (%s)", what, err, want)
 	}
+}
+
+func TestMultiTenancyBenchmarks(t *testing.T) {
+	parallel(t)
+	m := newMTBTenant(t)
+	s, a, ownerA, nsA, refusedPod := m.s, m.a, m.ownerA, m.nsA, m.refusedPod
+	ownerB, b := "tenant-b-"+s, "mtb-b-"+s
+	createOwned(t, b, ownedBy(m.restricted, ownerB))
+	nsB := teamspace.NamespaceName(b)
 
 	// beyond is what user may that a user with no binding at all may not:
 	// what every authenticated user may (create a SelfSubjectAccessReview)
@@ -239,6 +260,28 @@ func TestMultiTenancyBenchmarks(t *testing.T) {
 			}
 		}
 	})
+	t.Run("MTB-PL2-BC-OPS-3 create role bindings", func(t *testing.T) {
+		verbs := []string{"get", "list", "create", "update", "patch", "delete", "deletecollection"}
+		allowed := accessReviews(t, ownerA, nsA, []string{"roles.rbac.authorization.k8s.io", "rolebindings.rbac.authorization.k8s.io"}, verbs)
+		if len(allowed) != 2*len(verbs) {
+			t.Errorf("tenant A may, on roles and role bindings in %s, only: %s", nsA, strings.Join(allowed, ", "))
+		}
+	})
+	t.Run("MTB-PL2-BC-OPS-4 create network policies", func(t *testing.T) {
+		verbs := []string{"get", "create", "update", "patch", "delete", "deletecollection"}
+		allowed := accessReviews(t, ownerA, nsA, []string{"networkpolicies.networking.k8s.io"}, verbs)
+		if len(allowed) != len(verbs) {
+			t.Errorf("tenant A may, on network policies in %s, only: %s", nsA, strings.Join(allowed, ", "))
+		}
+	})
+}
+
+// TestMultiTenancyBenchmarksOptions: the two checks that are platform
+// choices, with the option on and off (they change the limits ConfigMap).
+func TestMultiTenancyBenchmarksOptions(t *testing.T) {
+	alone(t, changesLimits)
+	m := newMTBTenant(t)
+	s, nsA, requester, restricted, createPod, refusedPod := m.s, m.nsA, m.requester, m.restricted, m.createPod, m.refusedPod
 	t.Run("MTB-PL1-CC-DI-1 require always pull image", func(t *testing.T) {
 		never := func(_, c map[string]any) { c["imagePullPolicy"] = "Never" }
 		if err := createPod(restrictedPod("p", never)); err != nil {
@@ -286,20 +329,6 @@ func TestMultiTenancyBenchmarks(t *testing.T) {
 		settled(t, baseline, `spec.podSecurity: "baseline" is not allowed; the platform allows restricted`)
 		if err := probe(t, as(requester), restricted); err != nil {
 			t.Errorf("podSecurityLevels restricted: a requester's restricted TeamSpace: %v, want admitted", err)
-		}
-	})
-	t.Run("MTB-PL2-BC-OPS-3 create role bindings", func(t *testing.T) {
-		verbs := []string{"get", "list", "create", "update", "patch", "delete", "deletecollection"}
-		allowed := accessReviews(t, ownerA, nsA, []string{"roles.rbac.authorization.k8s.io", "rolebindings.rbac.authorization.k8s.io"}, verbs)
-		if len(allowed) != 2*len(verbs) {
-			t.Errorf("tenant A may, on roles and role bindings in %s, only: %s", nsA, strings.Join(allowed, ", "))
-		}
-	})
-	t.Run("MTB-PL2-BC-OPS-4 create network policies", func(t *testing.T) {
-		verbs := []string{"get", "create", "update", "patch", "delete", "deletecollection"}
-		allowed := accessReviews(t, ownerA, nsA, []string{"networkpolicies.networking.k8s.io"}, verbs)
-		if len(allowed) != len(verbs) {
-			t.Errorf("tenant A may, on network policies in %s, only: %s", nsA, strings.Join(allowed, ", "))
 		}
 	})
 }

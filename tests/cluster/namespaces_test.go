@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/labhub/teamspace/tests/testenv"
 )
 
 // The team- prefix is reserved (hack/deploy/namespaces.yaml, issue #25):
@@ -16,11 +18,13 @@ import (
 func installNamespacesPolicy(t *testing.T) (squatter string) {
 	t.Helper()
 	installCRD(t)
-	mustKubectl(t, "", "apply", "-f", deployFile(t, "rbac.yaml"), "-f", deployFile(t, "roles.yaml"), "-f", deployFile(t, "namespaces.yaml"))
 	role := "ts-test-namespace-creator"
-	if _, err := kubectl(t, "", "get", "clusterrole", role); err != nil {
-		mustKubectl(t, "", "create", "clusterrole", role, "--verb=create,get,delete", "--resource=namespaces")
-	}
+	testenv.Setup(t, "namespaces", func() {
+		mustKubectl(t, "", "apply", "-f", deployFile(t, "rbac.yaml"), "-f", deployFile(t, "roles.yaml"), "-f", deployFile(t, "namespaces.yaml"))
+		if _, err := kubectl(t, "", "get", "clusterrole", role); err != nil {
+			mustKubectl(t, "", "create", "clusterrole", role, "--verb=create,get,delete", "--resource=namespaces")
+		}
+	})
 	squatter = "squatter-" + suffix(t, 6)
 	bindRole(t, role, "User", squatter)
 	if !eventually(10*time.Second, 100*time.Millisecond, func() bool {
@@ -52,7 +56,7 @@ func createNamespace(t *testing.T, who []string, name string, dryRun bool) error
 // teamspace-team-namespaces can; an engine identity without the grant
 // (a wrong one) is refused and what exists stays as it is.
 func TestTeamPrefixReserved(t *testing.T) {
-	needCluster(t)
+	parallel(t)
 	squatter := installNamespacesPolicy(t)
 	s := suffix(t, 6)
 

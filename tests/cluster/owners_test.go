@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/labhub/teamspace/hook/teamspace"
+	"github.com/labhub/teamspace/tests/testenv"
 )
 
 // installOwnerAccess applies what install.sh applies for the owners'
@@ -15,14 +16,16 @@ import (
 func installOwnerAccess(t *testing.T) {
 	t.Helper()
 	installLimits(t)
-	mustKubectl(t, "", "apply", "-f", deployFile(t, "namespaces.yaml"), "-f", deployFile(t, "owner-access.yaml"))
-	probe := clusterRoleJSON("teamspace-not-the-shape", "other", "get")
-	if !eventually(10*time.Second, 100*time.Millisecond, func() bool {
-		_, err := kubectl(t, probe, "--as="+engineIdentity, "create", "--dry-run=server", "-f", "-")
-		return err != nil && strings.Contains(err.Error(), "the TeamSpace engine may")
-	}) {
-		t.Fatal("owner-access.yaml does not refuse the engine a ClusterRole of another name 10s after it was applied")
-	}
+	testenv.Setup(t, "owner-access", func() {
+		mustKubectl(t, "", "apply", "-f", deployFile(t, "namespaces.yaml"), "-f", deployFile(t, "owner-access.yaml"))
+		probe := clusterRoleJSON("teamspace-not-the-shape", "other", "get")
+		if !eventually(10*time.Second, 100*time.Millisecond, func() bool {
+			_, err := kubectl(t, probe, "--as="+engineIdentity, "create", "--dry-run=server", "-f", "-")
+			return err != nil && strings.Contains(err.Error(), "the TeamSpace engine may")
+		}) {
+			t.Fatal("owner-access.yaml does not refuse the engine a ClusterRole of another name 10s after it was applied")
+		}
+	})
 }
 
 // createOwned creates a TeamSpace as the admin and applies the hook's
@@ -67,6 +70,7 @@ func clusterRoleJSON(name, resourceName string, verbs ...string) string {
 // engine's RBAC and owner-access.yaml are what admits the owners' role and
 // binding.
 func TestOwnersReadTheirOwn(t *testing.T) {
+	parallel(t)
 	installOwnerAccess(t)
 	sfx := suffix(t, 6)
 	owner, outsider := "owner-"+sfx, "outsider-"+sfx
@@ -151,6 +155,7 @@ func TestOwnersReadTheirOwn(t *testing.T) {
 // RBAC's escalation check: the cases are ones RBAC alone admits (the engine
 // holds get on every TeamSpace and may bind ClusterRole admin).
 func TestEngineOwnerAccessBounded(t *testing.T) {
+	parallel(t)
 	installOwnerAccess(t)
 	victim := "ts-victim-" + suffix(t, 6)
 	mustKubectl(t, "", "create", "clusterrole", victim, "--verb=get", "--resource=configmaps")
@@ -204,6 +209,7 @@ func TestEngineOwnerAccessBounded(t *testing.T) {
 // does. (Before #40 an owner wrote system:unauthenticated into owners and
 // anonymous clients read the namespace's Secrets.)
 func TestOwnersReservedSubjects(t *testing.T) {
+	parallel(t)
 	installOwnerAccess(t)
 	sfx, requester := limitsCast(t, "requester")
 	owner, anyone := "owner-"+sfx, "anyone-"+sfx
@@ -281,6 +287,7 @@ func TestOwnersReservedSubjects(t *testing.T) {
 // being taken out of spec.owners; now that binding is refused in one line,
 // and removal takes the access away.
 func TestOwnersDelegation(t *testing.T) {
+	parallel(t)
 	installOwnerAccess(t)
 	sfx := suffix(t, 6)
 	owner := "owner-" + sfx

@@ -32,8 +32,8 @@ var shippedMaxObjects = map[string]any{
 // once no default fills it in; an exempt user gets no default and is not
 // held.
 func TestObjectDefaultsAndMaxima(t *testing.T) {
-	needCluster(t)
-	installRequestedBy(t)
+	alone(t, changesLimits)
+	installLimits(t)
 	s, user := limitsCast(t, "objects")
 	req, platform := as(user), as("platform-"+s, platformGroup)
 	dryRun := func(who []string, spec map[string]any) (map[string]any, error) {
@@ -100,8 +100,8 @@ func TestObjectDefaultsAndMaxima(t *testing.T) {
 // it; objects beyond a count are refused by the API server's quota, naming
 // team-objects.
 func TestQuotaCountsObjects(t *testing.T) {
-	needCluster(t)
-	installRequestedBy(t)
+	parallel(t)
+	installLimits(t)
 	installOwnerAccess(t)
 	s, user := limitsCast(t, "counted")
 	owner := "owner-" + s

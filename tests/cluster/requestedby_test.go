@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/labhub/teamspace/tests/testenv"
 )
 
 // Who asked for a TeamSpace is on record (issue #25): the API server writes
@@ -15,18 +17,19 @@ import (
 
 const requestedByKey = "platform.labhub.io/requested-by"
 
-// installRequestedBy applies the limits and requested-by.yaml and waits
-// until a requester's new TeamSpace is stamped (server dry run). Like the
-// limits, it stays installed.
+// installRequestedBy applies requested-by.yaml and waits until a
+// requester's new TeamSpace is stamped (server dry run). installLimits
+// calls it: like the limits, it stays installed.
 func installRequestedBy(t testing.TB) {
 	t.Helper()
-	installLimits(t)
-	mustKubectl(t, "", "apply", "-f", deployFile(t, "requested-by.yaml"))
-	if !eventually(10*time.Second, 100*time.Millisecond, func() bool {
-		return stampedAs(t, limitsProbeUser) == limitsProbeUser
-	}) {
-		t.Fatalf("a new TeamSpace is not stamped with who asked 10s after applying requested-by.yaml (got %q)", stampedAs(t, limitsProbeUser))
-	}
+	testenv.Setup(t, "requested-by", func() {
+		mustKubectl(t, "", "apply", "-f", deployFile(t, "requested-by.yaml"))
+		if !eventually(10*time.Second, 100*time.Millisecond, func() bool {
+			return stampedAs(t, limitsProbeUser) == limitsProbeUser
+		}) {
+			t.Fatalf("a new TeamSpace is not stamped with who asked 10s after applying requested-by.yaml (got %q)", stampedAs(t, limitsProbeUser))
+		}
+	})
 }
 
 // stampedAs is the requested-by a server dry run of a TeamSpace create by
@@ -49,8 +52,8 @@ func requestedBy(t *testing.T, name string) (string, bool) {
 // nor a non-exempt editor can change or remove it, an exempt user can; the
 // engine's writes go on.
 func TestRequestedBy(t *testing.T) {
-	needCluster(t)
-	installRequestedBy(t)
+	parallel(t)
+	installLimits(t)
 	s := suffix(t, 6)
 	user, editor := "asker-"+s, "editor-"+s
 	bindRole(t, "teamspace-requester", "User", user)
@@ -137,8 +140,8 @@ func requesterLabel(t *testing.T, name string) (string, bool) {
 // nobody but an exempt user changes or removes it (limits.yaml), since
 // without it a TeamSpace would drop out of its requester's allowance.
 func TestRequesterLabel(t *testing.T) {
-	needCluster(t)
-	installRequestedBy(t)
+	parallel(t)
+	installLimits(t)
 	s := suffix(t, 6)
 	// A name with what a label value cannot hold: the letters and digits
 	// are kept, joined by dots.
@@ -207,12 +210,14 @@ func TestRequesterLabel(t *testing.T) {
 // TestRequestedByWithoutMutation: on a release without the
 // MutatingAdmissionPolicy (or before it is installed) nothing is stamped,
 // and the limits still refuse a requester's TeamSpace that names someone
-// else; naming oneself or nobody is fine.
+// else; naming oneself or nobody is fine; leaving memory out is refused
+// (no default fills it in).
 func TestRequestedByWithoutMutation(t *testing.T) {
-	needCluster(t)
-	installRequestedBy(t)
+	alone(t, "it deletes requested-by.yaml's policy, which stamps every requester's TeamSpace, and puts it back")
+	installLimits(t)
 	mustKubectl(t, "", "delete", "-f", deployFile(t, "requested-by.yaml"))
-	t.Cleanup(func() { installRequestedBy(t) })
+	testenv.Undo("requested-by")
+	t.Cleanup(func() { installLimits(t) })
 	if !eventually(10*time.Second, 100*time.Millisecond, func() bool { return stampedAs(t, limitsProbeUser) == "" }) {
 		t.Fatalf("new TeamSpaces still stamped 10s after deleting requested-by.yaml: %q", stampedAs(t, limitsProbeUser))
 	}
@@ -231,6 +236,12 @@ func TestRequestedByWithoutMutation(t *testing.T) {
 	wantLimitRefusal(t, "another's requester label", err, `label `+requesterKey+`: "the-boss" is not who asks ("asker.`+s+`")`)
 	_, err = kubectl(t, labelled(teamSpace("rb-nomut-"+s, within()), requesterKey, "asker."+s), append(as(user), "create", "--dry-run=server", "-f", "-")...)
 	wantAccepted(t, "one's own requester label", err)
+	// Without the default memory (teamspace-default-memory) a requester's
+	// TeamSpace that leaves memory out is refused by the limits.
+	t.Run("refused/memory-unset", func(t *testing.T) {
+		wantLimitRefusal(t, "memory-unset", createAs(t, as(user), "lim-memory-unset-"+s, with(within(), "memory", nil)),
+			"spec.memory: unset, which leaves memory in the namespace unlimited", `"8Gi"`, "set spec.memory")
+	})
 }
 
 // TestDefaultMemory (issue #40): a requester whose new TeamSpace leaves
@@ -239,8 +250,8 @@ func TestRequestedByWithoutMutation(t *testing.T) {
 // refusal; it is still held to maxMemory; an exempt user gets no default;
 // without the key the requester is refused as before.
 func TestDefaultMemory(t *testing.T) {
-	needCluster(t)
-	installRequestedBy(t)
+	alone(t, changesLimits)
+	installLimits(t)
 	s, user := limitsCast(t, "nomem")
 	noMemory := with(within(), "memory", nil)
 	memoryOf := func(who []string) (string, error) {

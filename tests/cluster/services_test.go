@@ -34,6 +34,7 @@ func serviceJSON(name, typ string, externalIPs ...string) string {
 // an option stays and can be labelled. A broken option refuses its type,
 // naming the key.
 func TestServicesStayInside(t *testing.T) {
+	parallel(t)
 	c := newTenantCast(t, "svc")
 	owner, ns, other, platform := c.owner, c.ns, c.other, c.platform
 	create := func(who []string, namespace, manifest string) error { return dryRunCreate(t, who, namespace, manifest) }
@@ -87,30 +88,39 @@ func TestServicesStayInside(t *testing.T) {
 			t.Errorf("turning a ClusterIP Service into a NodePort: %v, want refused", err)
 		}
 	})
+}
 
-	t.Run("options", func(t *testing.T) {
-		t.Cleanup(func() { resetLimitsConfig(t) })
-		setLimit(t, "allowNodePorts", "true")
-		if !eventually(10*time.Second, 100*time.Millisecond, func() bool { return create(as(owner), ns, serviceJSON("web", "NodePort")) == nil }) {
-			t.Fatalf("allowNodePorts \"true\": the owner's NodePort Service is still refused: %v", create(as(owner), ns, serviceJSON("web", "NodePort")))
-		}
-		if err := create(as(owner), ns, serviceJSON("web", "LoadBalancer")); err == nil {
-			t.Error("allowNodePorts alone admits a LoadBalancer")
-		}
-		if err := create(as(owner), ns, serviceJSON("web", "NodePort", "10.96.0.1")); err == nil || !strings.Contains(err.Error(), "CVE-2020-8554") {
-			t.Errorf("allowNodePorts admits external IPs: %v", err)
-		}
-		setLimit(t, "allowNodePorts", "yes")
-		var err error
-		if !eventually(10*time.Second, 100*time.Millisecond, func() bool {
-			err = create(as(owner), ns, serviceJSON("web", "NodePort"))
-			return err != nil && strings.Contains(err.Error(), `key allowNodePorts of ConfigMap teamspace-system/teamspace-limits is "yes", not "true" or "false"`)
-		}) {
-			t.Errorf("allowNodePorts \"yes\": %v, want the NodePort refused naming the key", err)
-		}
-		wantAccepted(t, "a ClusterIP Service while allowNodePorts is broken", create(as(owner), ns, serviceJSON("web", "")))
-		wantAccepted(t, "the platform team's NodePort while allowNodePorts is broken", create(platform, ns, serviceJSON("web", "NodePort")))
-	})
+// TestServicesOptions: with allowNodePorts "true" the owner's NodePort
+// Service is admitted, still not a LoadBalancer nor external IPs; with a
+// value that is not "true" or "false", every NodePort of the owner is
+// refused naming the key, a ClusterIP Service and the platform team's
+// NodePort are not.
+func TestServicesOptions(t *testing.T) {
+	alone(t, changesLimits)
+	c := newTenantCast(t, "svc")
+	owner, ns, platform := c.owner, c.ns, c.platform
+	create := func(who []string, namespace, manifest string) error { return dryRunCreate(t, who, namespace, manifest) }
+	t.Cleanup(func() { resetLimitsConfig(t) })
+	setLimit(t, "allowNodePorts", "true")
+	if !eventually(10*time.Second, 100*time.Millisecond, func() bool { return create(as(owner), ns, serviceJSON("web", "NodePort")) == nil }) {
+		t.Fatalf("allowNodePorts \"true\": the owner's NodePort Service is still refused: %v", create(as(owner), ns, serviceJSON("web", "NodePort")))
+	}
+	if err := create(as(owner), ns, serviceJSON("web", "LoadBalancer")); err == nil {
+		t.Error("allowNodePorts alone admits a LoadBalancer")
+	}
+	if err := create(as(owner), ns, serviceJSON("web", "NodePort", "10.96.0.1")); err == nil || !strings.Contains(err.Error(), "CVE-2020-8554") {
+		t.Errorf("allowNodePorts admits external IPs: %v", err)
+	}
+	setLimit(t, "allowNodePorts", "yes")
+	var err error
+	if !eventually(10*time.Second, 100*time.Millisecond, func() bool {
+		err = create(as(owner), ns, serviceJSON("web", "NodePort"))
+		return err != nil && strings.Contains(err.Error(), `key allowNodePorts of ConfigMap teamspace-system/teamspace-limits is "yes", not "true" or "false"`)
+	}) {
+		t.Errorf("allowNodePorts \"yes\": %v, want the NodePort refused naming the key", err)
+	}
+	wantAccepted(t, "a ClusterIP Service while allowNodePorts is broken", create(as(owner), ns, serviceJSON("web", "")))
+	wantAccepted(t, "the platform team's NodePort while allowNodePorts is broken", create(platform, ns, serviceJSON("web", "NodePort")))
 }
 
 // withoutWarnings is kubectl's error output without the warnings the API

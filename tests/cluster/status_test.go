@@ -53,7 +53,7 @@ func statusRow(t *testing.T, out, section, first string) []string {
 // Terminating or gone) and an archive with records of both file name forms
 // and a file that is not a record.
 func TestStatus(t *testing.T) {
-	needCluster(t)
+	parallel(t)
 	installCRD(t)
 
 	s := suffix(t, 6)
@@ -253,6 +253,7 @@ func TestStatus(t *testing.T) {
 // directory's: oldest first, a non-record marked, other folders left out;
 // a bucket it cannot read is one line, and the report goes on.
 func TestStatusListsTheBucket(t *testing.T) {
+	parallel(t)
 	srv := s3store.Start(t)
 	ctx := context.Background()
 	a, err := archive.OpenS3(ctx, srv.Config("cluster-a"))

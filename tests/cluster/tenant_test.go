@@ -29,7 +29,7 @@ import (
 // all these need. Evidence is written as JSON to $TEAMSPACE_DAYONE_OUT
 // (default: a temporary directory, logged).
 func TestDayOne(t *testing.T) {
-	needCluster(t)
+	parallel(t)
 	raw, err := os.ReadFile(filepath.Join(repoRoot(t), "tests", "testdata", "sync", "recorded-delta-steady", "response.json"))
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/labhub/teamspace/tests/testenv"
 )
 
 // RequireEnv is the environment variable that makes a missing binary a
@@ -42,6 +44,10 @@ var (
 // a working control plane always fail it.
 func Main(m *testing.M, needEnv ...string) int {
 	flag.Parse()
+	// Tests that call t.Parallel wait on the API server, not on the CPU:
+	// eight at a time unless -parallel says otherwise (Go's default is the
+	// number of CPUs).
+	testenv.DefaultParallel(8)
 	// KUBECONFIG from the environment is never used: the cluster tests
 	// create and delete cluster-wide objects, so they get one of their own.
 	os.Unsetenv("KUBECONFIG")
