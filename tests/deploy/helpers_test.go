@@ -269,12 +269,25 @@ func hookBinary(t testing.TB) string { t.Helper(); return testenv.HookBinary(t) 
 // --- the live cluster ---------------------------------------------------------
 
 // needCluster skips unless TestMain started the package's control plane
-// (see the package comment).
-func needCluster(t testing.TB) {
+// (see the package comment). The tests that use it install into that one
+// control plane and remove what they installed, so they take turns
+// (clusterTurn), while the tests that need no cluster (offline) run
+// beside them: all of them are parallel tests (testenv.Parallel), as Go
+// would otherwise run the offline ones only after every sequential one.
+func needCluster(t *testing.T) {
 	t.Helper()
 	controlplane.Need(t)
 	needKubectl(t)
+	testenv.Parallel(t)
+	clusterTurn.Lock()
+	t.Cleanup(clusterTurn.Unlock) // registered first: runs after the test's own cleanup
 }
+
+// clusterTurn is held by the test that uses the package's control plane.
+var clusterTurn sync.Mutex
+
+// offline marks a test that needs no cluster: it runs beside the others.
+func offline(t *testing.T) { t.Helper(); testenv.Parallel(t) }
 
 // kubectl runs kubectl with the environment's KUBECONFIG.
 func kubectl(t testing.TB, args ...string) result {

@@ -65,6 +65,7 @@ func jsonText(v any) string {
 // selects the Deployment's pods on the port the hook listens on, the hook is
 // locked down and keeps its archive on a PVC.
 func TestKustomizeRenders(t *testing.T) {
+	offline(t)
 	for _, dir := range []string{"hack/deploy/kustomize/base", "."} {
 		t.Run(dir, func(t *testing.T) {
 			objs := kustomize(t, dir)
@@ -285,6 +286,7 @@ func checkCompositeControllerURLs(objs []map[string]any) error {
 // TestKustomizeCompositeControllerOnlyURLs: the in-cluster install's patch
 // changes the three hook URLs of compositecontroller.yaml and nothing else.
 func TestKustomizeCompositeControllerOnlyURLs(t *testing.T) {
+	offline(t)
 	want := find(readManifest(t, "compositecontroller.yaml"), "CompositeController", "teamspace")
 	got := find(kustomize(t, "."), "CompositeController", "teamspace")
 	if want == nil || got == nil {
@@ -312,6 +314,7 @@ func TestKustomizeCompositeControllerOnlyURLs(t *testing.T) {
 // kustomization) unchanged, loaded from there, no copy; and never the
 // limits ConfigMap, which is created once so that no apply resets it.
 func TestKustomizePlatform(t *testing.T) {
+	offline(t)
 	files := append([]string{"crd.yaml"}, platformFiles(t)...)
 	for _, dir := range []string{".", tlsOverlay(t)} {
 		objs := kustomize(t, dir)

@@ -52,6 +52,7 @@ const (
 // silently; on an older release the same without requested-by.yaml's
 // policies, and one line that says so.
 func TestPlatformManifestsRelease(t *testing.T) {
+	offline(t)
 	full := kustomize(t, "hack/deploy")
 	for _, c := range []struct {
 		release, discovery string
@@ -98,6 +99,7 @@ func TestPlatformManifestsRelease(t *testing.T) {
 // hack/deploy/kustomization.yaml). TestInstallUninstall then finds every
 // one of them in the cluster after install.sh.
 func TestInstallPathsAgree(t *testing.T) {
+	offline(t)
 	inCluster := kustomize(t, ".")
 	platform := decodeManifests(t, []byte(platformAs(t, discovery136).stdout))
 	hookOnly := kustomize(t, "hack/deploy/kustomize/base")
@@ -153,7 +155,14 @@ func TestApplyKustomization(t *testing.T) {
 	// objects in it to be checked.
 	if !exists(t, "namespace", "teamspace-system") {
 		kubectlOK(t, "create", "namespace", "teamspace-system")
-		t.Cleanup(func() { kubectl(t, "delete", "namespace", "teamspace-system", "--ignore-not-found", "--wait=false") })
+		// Gone before the next test's turn: install.sh cannot create its
+		// ServiceAccount in a namespace that is still terminating (seen
+		// with -shuffle, TestUninstallCannotStrand right after this).
+		t.Cleanup(func() {
+			if r := kubectl(t, "delete", "namespace", "teamspace-system", "--ignore-not-found", "--wait=true", "--timeout=120s"); r.err != nil {
+				t.Errorf("cleanup: namespace teamspace-system not gone: %v", r)
+			}
+		})
 	}
 	kubectlOK(t, "apply", "-f", crds)
 	if r := kubectl(t, "apply", "-k", repoRoot(t), "--dry-run=server"); r.err != nil {
@@ -177,6 +186,7 @@ func TestApplyKustomization(t *testing.T) {
 // elsewhere are its negation), and the <kind>=<count> entries of
 // defaultObjects and maxObjects.
 func TestPolicyCopiesAgree(t *testing.T) {
+	offline(t)
 	norm := func(s string) string { return strings.Join(strings.Fields(s), " ") }
 	var exempt string
 	for _, o := range readManifest(t, "hack/deploy/limits.yaml") {

@@ -14,6 +14,7 @@ import (
 // refuses an argument it does not know in one line naming it. Run from an
 // empty directory with an empty cache, so that anything one makes shows.
 func TestScriptsAnswerHelp(t *testing.T) {
+	offline(t)
 	root := repoRoot(t)
 	scripts := []string{
 		"hack/test.sh", "hack/up.sh", "hack/down.sh", "hack/cluster.sh", "hack/node.sh",

@@ -12,6 +12,7 @@ import (
 // Secrets, and the CompositeController call it over https with the CA and
 // token from the same Secrets.
 func TestKustomizeTLSOverlay(t *testing.T) {
+	offline(t)
 	objs := kustomize(t, tlsOverlay(t))
 	checks := []struct {
 		name  string

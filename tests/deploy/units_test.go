@@ -72,6 +72,7 @@ func unitText(t *testing.T, name string) string {
 // TestUnitsVerify: the unit files pass systemd-analyze verify, and the
 // check itself rejects broken units.
 func TestUnitsVerify(t *testing.T) {
+	offline(t)
 	needSystemdAnalyze(t)
 	tests := []struct {
 		name    string
@@ -119,6 +120,7 @@ func TestUnitsVerify(t *testing.T) {
 
 // TestUnitsSettings: the directives the deployment relies on are there.
 func TestUnitsSettings(t *testing.T) {
+	offline(t)
 	hardening := map[string]string{
 		"NoNewPrivileges":         "yes",
 		"ProtectSystem":           "strict",
@@ -232,6 +234,7 @@ func TestUnitsSettings(t *testing.T) {
 // free port and a temporary archive), serves /healthz and exits 0 on the
 // unit's KillSignal, SIGTERM.
 func TestHookUnitCommandLine(t *testing.T) {
+	offline(t)
 	entries := parseUnit(t, filepath.Join(repoRoot(t), "hack", "deploy", "systemd", "teamspace-hook.service"))
 	addr := freePort(t)
 	archive := filepath.Join(t.TempDir(), "archive")
@@ -295,6 +298,7 @@ func TestHookUnitCommandLine(t *testing.T) {
 // line (Go's flag package stops at the first unknown one; -help after them
 // exits 0 only if all were accepted). Needs METACONTROLLER_BIN.
 func TestEngineUnitFlags(t *testing.T) {
+	offline(t)
 	bin := testenv.NeedEngine(t, "tests/deploy: TestEngineUnitFlags (the engine knows every flag of its unit)")
 	entries := parseUnit(t, filepath.Join(repoRoot(t), "hack", "deploy", "systemd", "metacontroller.service"))
 	args := execStart(t, entries, map[string]string{"%d": t.TempDir()})
@@ -309,6 +313,7 @@ func TestEngineUnitFlags(t *testing.T) {
 // TestUnitsExposure: `systemd-analyze security` rates both sandboxes at
 // most 2.0 ("OK"; today 1.4 and 1.5): removing hardening fails here.
 func TestUnitsExposure(t *testing.T) {
+	offline(t)
 	needSystemdAnalyze(t)
 	tests := []struct {
 		name      string
