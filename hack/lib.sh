@@ -245,19 +245,20 @@ ensure_kube_binaries() {
 	exec {lock_fd}>&-
 }
 
-# go_tool_cached BIN MODULE@VERSION CGO: the tool BIN (DIR/bin/<name> in the
-# cache) is there, or is built by go_install_cached into DIR.
+# go_tool_cached BIN MODULE@VERSION CGO [TAGS]: the tool BIN (DIR/bin/<name>
+# in the cache) is there, or is built by go_install_cached into DIR.
 go_tool_cached() {
 	[[ -x "$1" ]] && return 0
-	go_install_cached "${1%/bin/*}" "$2" "$3"
+	go_install_cached "${1%/bin/*}" "$2" "$3" "${4:-}"
 }
 
-# go_install_cached DIR MODULE@VERSION CGO: go install MODULE into DIR/bin
-# unless something is there already. Concurrent runs serialise on a lock;
-# the build lands in a temporary directory first, so a killed build never
-# leaves half a binary behind.
+# go_install_cached DIR MODULE@VERSION CGO [TAGS]: go install MODULE (with
+# the build tags TAGS, comma-separated) into DIR/bin unless something is
+# there already. Concurrent runs serialise on a lock; the build lands in a
+# temporary directory first, so a killed build never leaves half a binary
+# behind.
 go_install_cached() {
-	local dir=$1 pkg=$2 cgo=$3 lock_fd tmp start
+	local dir=$1 pkg=$2 cgo=$3 tags=${4:-} lock_fd tmp start
 	[[ -n "$(ls -A "${dir}/bin" 2>/dev/null)" ]] && return 0
 	mkdir -p "${dir}"
 	exec {lock_fd}>"${dir}/build.lock"
@@ -267,7 +268,7 @@ go_install_cached() {
 		say "building ${pkg} into ${dir}/bin (go install)"
 		tmp="$(mktemp -d "${dir}/bin.tmp.XXXXXX")"
 		if ! (cd "${tmp}" && GOWORK=off GOFLAGS=-mod=mod CGO_ENABLED="${cgo}" GOBIN="${tmp}" \
-			go install -trimpath -ldflags="-s -w" "${pkg}"); then
+			go install -trimpath -tags="${tags}" -ldflags="-s -w" "${pkg}"); then
 			rm -rf "${tmp}"
 			exec {lock_fd}>&-
 			die "building ${pkg} failed"
@@ -317,9 +318,13 @@ generate_crd() {
 }
 
 # ensure_promtool builds Prometheus' promtool into PROMTOOL_BIN unless it is
-# there (a few minutes on 2 cores, once: the prometheus module is large).
+# there. Without the service discoveries (build tag remove_all_sd, which
+# Prometheus provides for builds that want fewer of them): the tests run
+# `promtool check rules` and `promtool test rules`, which never discover
+# a target, and the cloud SDKs the discoveries bring (AWS, Azure, GCE,
+# OpenStack, ...) were most of its cold build.
 ensure_promtool() {
-	go_tool_cached "${PROMTOOL_BIN}" "github.com/prometheus/prometheus/cmd/promtool@${PROMETHEUS_VERSION}" 0
+	go_tool_cached "${PROMTOOL_BIN}" "github.com/prometheus/prometheus/cmd/promtool@${PROMETHEUS_VERSION}" 0 remove_all_sd
 }
 
 # ensure_kube_state_metrics builds kube-state-metrics into
