@@ -345,9 +345,16 @@ func removeTeamSpace(t testing.TB, name string) {
 	if !exists(t, "teamspaces.platform.labhub.io", name) {
 		return
 	}
-	kubectl(t, "patch", "teamspaces.platform.labhub.io", name, "--type=merge", "-p", `{"metadata":{"finalizers":null}}`)
+	// Deleted first, its finalizers dropped after: dropped before, a
+	// running engine puts its own back, the TeamSpace stays deleting and
+	// uninstall.sh then refuses to stop that engine, which outlived the
+	// test (seen once in TestEngineWithoutTeamNamespaceGrant).
 	kubectl(t, "delete", "teamspaces.platform.labhub.io", name, "--ignore-not-found", "--wait=false")
+	kubectl(t, "patch", "teamspaces.platform.labhub.io", name, "--type=merge", "-p", `{"metadata":{"finalizers":null}}`)
 	kubectl(t, "delete", "namespace", "team-"+name, "--ignore-not-found", "--wait=false")
+	if !testenv.Eventually(30*time.Second, 200*time.Millisecond, func() bool { return !exists(t, "teamspaces.platform.labhub.io", name) }) {
+		t.Errorf("cleanup: TeamSpace %s still there 30s after its finalizers were dropped", name)
+	}
 }
 
 // skipIfInstalled skips the test when the cluster already has TeamSpace's

@@ -30,7 +30,9 @@ func TestEngineWithoutTeamNamespaceGrant(t *testing.T) {
 	t.Cleanup(func() {
 		kubectl(t, "patch", "teamspaces.platform.labhub.io", ts, "--type=merge", "-p", `{"metadata":{"finalizers":null}}`)
 		removeTeamSpace(t, ts)
-		deployScript(t, in.env, "uninstall.sh")
+		if r := deployScript(t, in.env, "uninstall.sh"); r.err != nil {
+			t.Errorf("cleanup: uninstall.sh (the engine it starts would outlive the test): %v", r)
+		}
 		kubectl(t, "delete", "namespace", bystander, "--ignore-not-found", "--wait=false")
 		removeAdmissionPolicies(t)
 	})
