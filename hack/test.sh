@@ -148,9 +148,9 @@ control_plane_binaries() {
 # cluster starts its own private control plane from TestMain
 # (tests/controlplane), keeps its logs if a test fails, and stops it. One
 # package at a time: two cores; inside tests/cluster the tests that wait on
-# the API server run side by side (CONTRIBUTING: parallel and alone). tests/node boots hack/node.sh's
-# systemd-nspawn machine (TEAMSPACE_NODE_TEST=1; it brings its own control
-# plane inside the node).
+# the API server run side by side (CONTRIBUTING: parallel and alone).
+# tests/node boots hack/node.sh's systemd-nspawn machine
+# (TEAMSPACE_NODE_TEST=1; it brings its own control plane inside the node).
 cluster_tests() {
 	step "go test ./tests/... (Kubernetes ${KUBE_VERSION} on ${TEAMSPACE_DATASTORE})"
 	ensure_node_tools

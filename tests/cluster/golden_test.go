@@ -188,10 +188,8 @@ func checkChildren(t *testing.T, children []map[string]any) {
 		if ns != "" {
 			ref = append(ref, "--namespace", ns)
 		}
-		desc := kind + " " + name
-		if ns != "" {
-			desc = kind + " " + ns + "/" + name
-		}
+		live := liveRef{apiVersion: str(child["apiVersion"]), kind: kind, namespace: ns, name: name}
+		desc := live.String()
 		body, err := json.Marshal(child)
 		if err != nil {
 			t.Fatal(err)
@@ -213,7 +211,7 @@ func checkChildren(t *testing.T, children []map[string]any) {
 				t.Fatalf("%s: could not create it within 120s: name taken", desc)
 			}
 		}
-		made = append(made, created{ref: ref, live: liveRef{apiVersion: str(child["apiVersion"]), kind: kind, namespace: ns, name: name}, json: string(body), obj: child})
+		made = append(made, created{ref: ref, live: live, json: string(body), obj: child})
 	}
 
 	for _, c := range made {

@@ -28,7 +28,6 @@ func TestEngineWithoutTeamNamespaceGrant(t *testing.T) {
 	}
 	const ts, bystander = "wrong-identity", "team-wrong-identity-bystander"
 	t.Cleanup(func() {
-		kubectl(t, "patch", "teamspaces.platform.labhub.io", ts, "--type=merge", "-p", `{"metadata":{"finalizers":null}}`)
 		removeTeamSpace(t, ts)
 		if r := deployScript(t, in.env, "uninstall.sh"); r.err != nil {
 			t.Errorf("cleanup: uninstall.sh (the engine it starts would outlive the test): %v", r)

@@ -85,7 +85,9 @@ var installs struct {
 // the same key (and no Undo since). Installs run one at a time, as they
 // overlap in what they apply: two `kubectl apply` that both find an object
 // missing both create it, and the second fails. An install that fails
-// (t.Fatal) is tried again by the next caller.
+// (t.Fatal) is tried again by the next caller. install must not call Setup
+// itself (the lock is one, and not reentrant): a caller sets up what its
+// install builds on first, then calls Setup for its own part.
 func Setup(t testing.TB, key string, install func()) {
 	t.Helper()
 	installs.Lock()
