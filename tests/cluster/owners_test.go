@@ -12,12 +12,13 @@ import (
 
 // installOwnerAccess applies what install.sh applies for the owners'
 // access (issue #27) beside the limits: the engine's role (rbac.yaml),
-// namespaces.yaml and owner-access.yaml, and waits until the policy decides.
+// namespaces.yaml, owner-access.yaml and team-use.yaml (the tenant's
+// policies), and waits until the policy decides.
 func installOwnerAccess(t *testing.T) {
 	t.Helper()
 	installLimits(t)
 	testenv.Setup(t, "owner-access", func() {
-		mustKubectl(t, "", "apply", "-f", deployFile(t, "namespaces.yaml"), "-f", deployFile(t, "owner-access.yaml"))
+		mustKubectl(t, "", "apply", "-f", deployFile(t, "namespaces.yaml"), "-f", deployFile(t, "owner-access.yaml"), "-f", deployFile(t, "team-use.yaml"))
 		probe := clusterRoleJSON("teamspace-not-the-shape", "other", "get")
 		if !eventually(10*time.Second, 100*time.Millisecond, func() bool {
 			_, err := kubectl(t, probe, "--as="+engineIdentity, "create", "--dry-run=server", "-f", "-")
