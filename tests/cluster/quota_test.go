@@ -29,8 +29,10 @@ var shippedMaxObjects = map[string]any{
 // teamspace-default-objects), kinds it sets are kept; above
 // maxEphemeralStorage or maxObjects it is refused naming the field, the
 // value and the key; a kind maxObjects bounds left uncounted is refused
-// once no default fills it in; an exempt user gets no default and is not
-// held.
+// once no default fills it in. Defaults are defaults whoever creates the
+// TeamSpace (issue #51, item 5): an exempt user's, and system:masters'
+// seed-style one, get them too; an exempt user is not held to the maxima
+// and keeps any value set.
 func TestObjectDefaultsAndMaxima(t *testing.T) {
 	alone(t, changesLimits)
 	installLimits(t)
@@ -69,16 +71,27 @@ func TestObjectDefaultsAndMaxima(t *testing.T) {
 	if spec["ephemeralStorage"] != "1Gi" || jsonOf(spec["objects"]) != jsonOf(with(shippedDefaultObjects, "secrets", 7)) {
 		t.Errorf("a requester's own ephemeralStorage 1Gi and secrets 7: got %v and %s, want them kept and the other kinds filled in", spec["ephemeralStorage"], jsonOf(spec["objects"]))
 	}
-	if spec, err := dryRun(platform, bare); err != nil || spec["ephemeralStorage"] != nil || spec["objects"] != nil {
-		t.Errorf("an exempt user's TeamSpace: %v, %v; want nothing added", spec, err)
+	seed := map[string]any{"pods": 4, "cpu": "1", "owners": []any{map[string]any{"kind": "User", "name": "ann"}}}
+	for who, spec := range map[string]map[string]any{"an exempt user": bare, "system:masters (a seed-style spec)": seed} {
+		args := platform
+		if strings.HasPrefix(who, "system:masters") {
+			args = nil
+		}
+		got, err := dryRun(args, spec)
+		if err != nil || got["ephemeralStorage"] != "4Gi" || jsonOf(got["objects"]) != jsonOf(shippedDefaultObjects) {
+			t.Errorf("%s's TeamSpace: %v, %v; want the shipped defaults filled in too", who, got, err)
+		}
 	}
 
 	_, err = dryRun(req, with(bare, "ephemeralStorage", "30Gi"))
 	wantLimitRefusal(t, "ephemeralStorage above the maximum", err, `spec.ephemeralStorage: "30Gi" is above the platform limit of "20Gi" (key maxEphemeralStorage of `+limitsSource+")")
 	_, err = dryRun(req, with(bare, "objects", map[string]any{"secrets": 500, "services.nodeports": 6}))
 	wantLimitRefusal(t, "objects above the maximum", err, "spec.objects: secrets 500 is above the platform limit of 200, services.nodeports 6 is above the platform limit of 5 (key maxObjects of "+limitsSource+")")
-	_, err = dryRun(platform, with(bare, "ephemeralStorage", "30Gi", "objects", map[string]any{"secrets": 500}))
+	spec, err = dryRun(platform, with(bare, "ephemeralStorage", "30Gi", "objects", map[string]any{"secrets": 500}))
 	wantAccepted(t, "an exempt user above the maxima", err)
+	if err == nil && (spec["ephemeralStorage"] != "30Gi" || jsonOf(spec["objects"]) != jsonOf(with(shippedDefaultObjects, "secrets", 500))) {
+		t.Errorf("an exempt user's own ephemeralStorage 30Gi and secrets 500: got %v and %s, want them kept and the other kinds filled in", spec["ephemeralStorage"], jsonOf(spec["objects"]))
+	}
 
 	t.Cleanup(func() { resetLimitsConfig(t) })
 	setLimit(t, "defaultObjects", "")
@@ -149,5 +162,28 @@ func TestQuotaCountsObjects(t *testing.T) {
 	_, err = kubectl(t, secret(2), append(as(owner), "-n", ns, "create", "-f", "-")...)
 	if err == nil || !strings.Contains(err.Error(), "exceeded quota: team-objects") || !strings.Contains(err.Error(), "limited: secrets=2") {
 		t.Errorf("a third secret with secrets: 2: %v, want refused by quota team-objects", err)
+	}
+}
+
+// TestSeedKeepsTeamQuota (issue #51, item 5): a seed-style TeamSpace
+// ({pods: 4, cpu: "1"} and an owner) that system:masters creates gets the
+// platform's object counts and ephemeral storage in ResourceQuota
+// team-objects, so its owners cannot fill etcd with Secrets, and its
+// team-quota is exactly what the seed asks, as before.
+func TestSeedKeepsTeamQuota(t *testing.T) {
+	parallel(t)
+	installLimits(t)
+	installOwnerAccess(t)
+	name := "seed-" + suffix(t, 6)
+	ns := teamspace.NamespaceName(name)
+	createOwned(t, name, map[string]any{"pods": 4, "cpu": "1", "owners": []any{map[string]any{"kind": "User", "name": "ann"}}})
+	quota, _ := getObject(t, "resourcequota", "team-quota", "-n", ns)
+	if got, want := fmt.Sprint(field(quota, "spec", "hard")), fmt.Sprint(map[string]any{"pods": "4", "requests.cpu": "1"}); got != want {
+		t.Errorf("the seed's team-quota: spec.hard %s, want %s as the seed asks", got, want)
+	}
+	objects, _ := getObject(t, "resourcequota", teamspace.ObjectsQuotaName, "-n", ns)
+	hard, _ := field(objects, "spec", "hard").(map[string]any)
+	if str(hard["secrets"]) != "50" || str(hard["requests.ephemeral-storage"]) != "4Gi" {
+		t.Errorf("the seed's %s: spec.hard %v, want secrets 50 and requests.ephemeral-storage 4Gi (defaultObjects, defaultEphemeralStorage)", teamspace.ObjectsQuotaName, hard)
 	}
 }

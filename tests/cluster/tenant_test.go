@@ -197,9 +197,9 @@ func newTenantCast(t *testing.T, prefix string) tenantCast {
 	s := suffix(t, 6)
 	c := tenantCast{owner: "owner-" + s, other: "not-a-team-" + s, platform: as("platform-"+s, platformGroup)}
 	name := prefix + "-" + s
-	// Made by the platform (no counts: node ports and load balancers are
-	// allowed by the policy's options alone, as an exempt user's are).
-	createOwned(t, name, ownedBy(with(within(), "objects", nil), c.owner))
+	// Made by the platform, counting at the platform's maxima: node ports
+	// and load balancers are then allowed by the policy's options alone.
+	createOwned(t, name, ownedBy(with(within(), "objects", shippedMaxObjects), c.owner))
 	c.ns = teamspace.NamespaceName(name)
 	bindRole(t, "edit", "Group", platformGroup)
 	mustKubectl(t, "", "create", "namespace", c.other)
