@@ -161,3 +161,82 @@ func TestTokenLifetimeOptions(t *testing.T) {
 		`key maxTokenLifetime of ConfigMap teamspace-system/teamspace-limits is "5m", not a duration of at least 10m`)
 	settled(t, within(), `key maxTokenLifetime is "5m", not a duration of at least 10m`)
 }
+
+// TestRegistries (item 2): with allowedRegistries unset every image is
+// admitted; with "registry.example.com, ghcr.io/acme" the owner's pod is
+// refused for an image from anywhere else, matched on the parsed
+// reference (a short name is Docker Hub's, a longer host or another path
+// is not the entry), in containers, init containers and ephemeral
+// containers, on create and when an update changes an image; a label on a
+// pod whose image was admitted before is not held, nor the platform team,
+// nor a namespace that is no team's. A malformed list refuses every pod
+// naming the key, and a requester's new TeamSpace (limits.yaml).
+func TestRegistries(t *testing.T) {
+	alone(t, changesLimits)
+	c := newTenantCast(t, "reg")
+	const evil = "evil.example.net/miner:1"
+	wantAccepted(t, "allowedRegistries unset: the owner's pod of "+evil, dryRunCreate(t, as(c.owner), c.ns, podJSON("p", evil, nil)))
+	// A pod of the platform's, from anywhere, made before the list.
+	mustKubectl(t, podJSON("before", evil, nil), append(c.platform, "-n", c.ns, "create", "-f", "-")...)
+
+	t.Cleanup(func() { resetLimitsConfig(t) })
+	setLimit(t, "allowedRegistries", "registry.example.com, ghcr.io/acme")
+	var err error
+	if !eventually(10*time.Second, 100*time.Millisecond, func() bool {
+		err = dryRunCreate(t, as(c.owner), c.ns, podJSON("p", evil, nil))
+		return err != nil && strings.Contains(err.Error(), "teamspace-registries")
+	}) {
+		t.Fatalf("the owner's pod of %s: %v; want refused by teamspace-registries", evil, err)
+	}
+	wantRefusedBy(t, "the owner's pod of "+evil, err, "teamspace-registries",
+		"Pod "+c.ns+"/p: image "+evil+" (evil.example.net/miner) is not from a registry the platform allows in a team namespace: registry.example.com, ghcr.io/acme (key allowedRegistries of ConfigMap teamspace-system/teamspace-limits)")
+	for image, want := range map[string]string{
+		"nginx":                                "image nginx (docker.io/library/nginx)",
+		"registry.example.com.evil.io/x":       "(registry.example.com.evil.io/x)",
+		"registry.example.com@evil.io":         "image registry.example.com@evil.io (not an image reference",
+		"registry.example.com@sha256:" + hex32: "(docker.io/library/registry.example.com)",
+		"registry.example.com:443/x":           "(registry.example.com:443/x)",
+		"ghcr.io/acmeevil/web":                 "(ghcr.io/acmeevil/web)",
+		"https://registry.example.com/x":       "(not an image reference",
+		"registry.example.com/UPPER":           "(not an image reference",
+	} {
+		wantRefusedBy(t, "the owner's pod of "+image, dryRunCreate(t, as(c.owner), c.ns, podJSON("p", image, nil)), "teamspace-registries", want)
+	}
+	for _, image := range []string{"registry.example.com/x:1", "registry.example.com/team/x@sha256:" + hex32 + hex32, "REGISTRY.example.com/x", "ghcr.io/acme/web:2"} {
+		wantAccepted(t, "the owner's pod of "+image, dryRunCreate(t, as(c.owner), c.ns, podJSON("p", image, nil)))
+	}
+	withInit := podJSON("p", "registry.example.com/x:1", map[string]any{"initContainers": []any{map[string]any{"name": "init", "image": evil}}})
+	wantRefusedBy(t, "the owner's pod with an init container of "+evil, dryRunCreate(t, as(c.owner), c.ns, withInit), "teamspace-registries", "image "+evil)
+	wantAccepted(t, "the platform team's pod of "+evil, dryRunCreate(t, c.platform, c.ns, podJSON("p", evil, nil)))
+	wantAccepted(t, "the owner's pod of "+evil+" in a namespace that is no team's", dryRunCreate(t, as(c.owner), c.other, podJSON("p", evil, nil)))
+
+	// Updates: held in the images they change or add.
+	mustKubectl(t, podJSON("good", "registry.example.com/x:1", nil), append(as(c.owner), "-n", c.ns, "create", "-f", "-")...)
+	_, err = kubectl(t, "", append(as(c.owner), "-n", c.ns, "label", "pod", "before", "checked=yes")...)
+	wantAccepted(t, "the owner's label on a pod whose image was admitted before the list", err)
+	_, err = kubectl(t, "", append(as(c.owner), "-n", c.ns, "set", "image", "pod/good", "c="+evil, "--dry-run=server")...)
+	wantRefusedBy(t, "the owner's pod updated to "+evil, err, "teamspace-registries", "image "+evil)
+	// Ephemeral containers (kubectl debug): admin has no right to add them,
+	// so a user the platform let debug in the namespace, who is not exempt.
+	debugger := "debugger-" + suffix(t, 6)
+	mustKubectl(t, "", "-n", c.ns, "create", "role", "debug-"+debugger, "--verb=get", "--resource=pods", "--verb=patch", "--resource=pods/ephemeralcontainers")
+	mustKubectl(t, "", "-n", c.ns, "create", "rolebinding", "debug-"+debugger, "--role=debug-"+debugger, "--user="+debugger)
+	_, err = kubectl(t, "", append(as(debugger), "-n", c.ns, "debug", "--profile=baseline", "pod/good", "--image="+evil, "--container=debug1")...)
+	wantRefusedBy(t, "an ephemeral container of "+evil, err, "teamspace-registries", "image "+evil)
+	_, err = kubectl(t, "", append(as(debugger), "-n", c.ns, "debug", "--profile=baseline", "pod/good", "--image=registry.example.com/debug:1", "--container=debug2")...)
+	wantAccepted(t, "an ephemeral container from registry.example.com", err)
+
+	setLimit(t, "allowedRegistries", "https://registry.example.com")
+	if !eventually(10*time.Second, 100*time.Millisecond, func() bool {
+		err = dryRunCreate(t, as(c.owner), c.ns, podJSON("p", "registry.example.com/x:1", nil))
+		return err != nil && strings.Contains(err.Error(), "key allowedRegistries")
+	}) {
+		t.Fatalf("allowedRegistries with a scheme: the owner's pod: %v; want refused naming the key", err)
+	}
+	wantRefusedBy(t, "the owner's pod while allowedRegistries has a scheme", err, "teamspace-registries",
+		`refused while key allowedRegistries of ConfigMap teamspace-system/teamspace-limits has "https://registry.example.com", not a registry`)
+	settled(t, within(), `key allowedRegistries is "https://registry.example.com", not a comma-separated list of registries`)
+}
+
+// hex32 is 32 hex digits, the shortest digest a reference may carry.
+const hex32 = "0123456789abcdef0123456789abcdef"
