@@ -240,3 +240,230 @@ func TestRegistries(t *testing.T) {
 
 // hex32 is 32 hex digits, the shortest digest a reference may carry.
 const hex32 = "0123456789abcdef0123456789abcdef"
+
+// pvcJSON is a PersistentVolumeClaim of 1Gi of class ("" : none named).
+func pvcJSON(name, class string) string {
+	spec := map[string]any{"accessModes": []any{"ReadWriteOnce"}, "resources": map[string]any{"requests": map[string]any{"storage": "1Gi"}}}
+	if class != "" {
+		spec["storageClassName"] = class
+	}
+	b, _ := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": map[string]any{"name": name}, "spec": spec})
+	return string(b)
+}
+
+// withClass is an Ingress manifest with spec.ingressClassName set.
+func withClass(ingress, class string) string {
+	var obj map[string]any
+	_ = json.Unmarshal([]byte(ingress), &obj)
+	obj["spec"].(map[string]any)["ingressClassName"] = class
+	b, _ := json.Marshal(obj)
+	return string(b)
+}
+
+// routeTo is an HTTPRoute for host attached to the Gateways given as
+// <namespace>/<name> ("" namespace: the route's own).
+func routeTo(host string, gateways ...string) string {
+	var refs []any
+	for _, g := range gateways {
+		ns, name, _ := strings.Cut(g, "/")
+		ref := map[string]any{"name": name}
+		if ns != "" {
+			ref["namespace"] = ns
+		}
+		refs = append(refs, ref)
+	}
+	b, _ := json.Marshal(map[string]any{"apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute", "metadata": map[string]any{"name": "route"},
+		"spec": map[string]any{"parentRefs": refs, "hostnames": []any{host}}})
+	return string(b)
+}
+
+// TestClasses (item 1): with the class keys unset the owner may use any
+// storage, priority, runtime and ingress class and attach routes to any
+// Gateway, but the priority classes system-node-critical and
+// system-cluster-critical; with them set, only the classes they name: a
+// PVC, a pod, an Ingress (field or old annotation) or a route naming
+// another is refused naming the class, the allowed ones and the key; a
+// PVC without a class gets the cluster's default class, which is then
+// refused too. The platform team is not held, nor a namespace that is no
+// team's. A malformed list refuses what it holds naming the key, and a
+// requester's new TeamSpace.
+func TestClasses(t *testing.T) {
+	alone(t, changesLimits)
+	c := newTenantCast(t, "cls")
+	s := suffix(t, 5)
+	fast, high, kata := "fast-ssd-"+s, "platform-high-"+s, "kata-"+s
+	mustKubectl(t, `{"apiVersion":"scheduling.k8s.io/v1","kind":"PriorityClass","metadata":{"name":"`+high+`"},"value":100000}`, "create", "-f", "-")
+	deleteOnCleanup(t, "priorityclass", high)
+	mustKubectl(t, `{"apiVersion":"node.k8s.io/v1","kind":"RuntimeClass","metadata":{"name":"`+kata+`"},"handler":"kata"}`, "create", "-f", "-")
+	deleteOnCleanup(t, "runtimeclass", kata)
+	installHTTPRouteCRD(t)
+	mustKubectl(t, "", "create", "rolebinding", "routes", "--clusterrole=teamspace-test-httproutes", "--user="+c.owner, "-n", c.ns)
+	t.Cleanup(func() { resetLimitsConfig(t) })
+	setLimit(t, "ingressDomain", "apps.example.com")
+	host := strings.TrimPrefix(c.ns, "team-") + ".apps.example.com"
+	owner := func(manifest string) error { return dryRunCreate(t, as(c.owner), c.ns, manifest) }
+	pod := func(field, class string) string {
+		return podJSON("p", "registry.invalid/none:1", map[string]any{field: class})
+	}
+
+	// Unset: every class, but the two system priority classes.
+	var err error
+	if !eventually(10*time.Second, 100*time.Millisecond, func() bool {
+		err = owner(pod("priorityClassName", "system-cluster-critical"))
+		return err != nil && strings.Contains(err.Error(), "teamspace-classes")
+	}) {
+		t.Fatalf("the owner's pod of priority class system-cluster-critical: %v; want refused by teamspace-classes", err)
+	}
+	wantRefusedBy(t, "the owner's pod of priority class system-cluster-critical", err, "teamspace-classes",
+		"Pod "+c.ns+"/p: priority class system-cluster-critical is not one the pods of TeamSpace "+strings.TrimPrefix(c.ns, "team-")+
+			" may use: system-node-critical and system-cluster-critical preempt every other pod")
+	wantRefusedBy(t, "the owner's pod of priority class system-node-critical", owner(pod("priorityClassName", "system-node-critical")), "teamspace-classes", "priority class system-node-critical")
+	wantAccepted(t, "the platform team's pod of priority class system-cluster-critical", dryRunCreate(t, c.platform, c.ns, pod("priorityClassName", "system-cluster-critical")))
+	for what, manifest := range map[string]string{
+		"PVC of class " + fast:            pvcJSON("data", fast),
+		"pod of priority class " + high:   pod("priorityClassName", high),
+		"pod of runtime class " + kata:    pod("runtimeClassName", kata),
+		"Ingress of class internal":       withClass(ingressJSON("web", false, nil, host), "internal"),
+		"route attached to infra/private": routeTo(host, "infra/private"),
+	} {
+		wantAccepted(t, "keys unset: the owner's "+what, owner(manifest))
+	}
+
+	setLimit(t, "allowedStorageClasses", "team-hdd")
+	setLimit(t, "allowedPriorityClasses", "low")
+	setLimit(t, "allowedRuntimeClasses", "runc")
+	setLimit(t, "allowedIngressClasses", "public")
+	setLimit(t, "allowedGateways", "infra/public, shared/*")
+	if !eventually(10*time.Second, 100*time.Millisecond, func() bool { return owner(pvcJSON("data", fast)) != nil }) {
+		t.Fatalf("allowedStorageClasses team-hdd: the owner's PVC of class %s is still admitted", fast)
+	}
+	source := "ConfigMap teamspace-system/teamspace-limits"
+	team := strings.TrimPrefix(c.ns, "team-")
+	oldAnnotation := ingressJSON("web", false, nil, host)
+	oldAnnotation = strings.Replace(oldAnnotation, `"metadata":{"name":"web"}`, `"metadata":{"name":"web","annotations":{"kubernetes.io/ingress.class":"internal"}}`, 1)
+	for what, r := range map[string]struct{ manifest, want string }{
+		"PVC of class " + fast: {pvcJSON("data", fast), "PersistentVolumeClaim " + c.ns + "/data: storage class " + fast + " is not one TeamSpace " + team +
+			" may use (a claim that names none gets the cluster's default class): team-hdd (key allowedStorageClasses of " + source + ", and spec.allow.storageClasses of TeamSpace " + team + ")"},
+		"pod of priority class " + high:                 {pod("priorityClassName", high), "priority class " + high + " is not one the pods of TeamSpace " + team + " may use (a pod that names none gets the cluster's globalDefault class): low (key allowedPriorityClasses"},
+		"pod of priority class system-cluster-critical": {pod("priorityClassName", "system-cluster-critical"), "priority class system-cluster-critical is not one"},
+		"pod of runtime class " + kata:                  {pod("runtimeClassName", kata), "runtime class " + kata + " is not one the pods of TeamSpace " + team + " may use: runc (key allowedRuntimeClasses"},
+		"Ingress of class internal":                     {withClass(ingressJSON("web", false, nil, host), "internal"), "Ingress " + c.ns + "/web: ingress class internal is not one TeamSpace " + team + " may use"},
+		"Ingress of class internal by annotation":       {oldAnnotation, "ingress class internal is not one"},
+		"route attached to infra/private":               {routeTo(host, "infra/private", "infra/public"), "HTTPRoute " + c.ns + "/route: Gateway infra/private is not one the routes of TeamSpace " + team + " may attach to: infra/public, shared/* (key allowedGateways"},
+		"route attached to a Gateway of its own":        {routeTo(host, "/gw"), "Gateway " + c.ns + "/gw is not one"},
+	} {
+		wantRefusedBy(t, "the owner's "+what, owner(r.manifest), "teamspace-classes", r.want)
+	}
+	for what, manifest := range map[string]string{
+		"PVC of class team-hdd":                        pvcJSON("data", "team-hdd"),
+		"PVC of no class (the cluster has no default)": pvcJSON("data", ""),
+		"pod of no class":                              podJSON("p", "registry.invalid/none:1", nil),
+		"Ingress of class public":                      withClass(ingressJSON("web", false, nil, host), "public"),
+		"route attached to infra/public and shared/x":  routeTo(host, "infra/public", "shared/x"),
+	} {
+		wantAccepted(t, "the owner's "+what, owner(manifest))
+	}
+	wantAccepted(t, "the platform team's PVC of class "+fast, dryRunCreate(t, c.platform, c.ns, pvcJSON("data", fast)))
+	wantAccepted(t, "the owner's PVC of class "+fast+" in a namespace that is no team's", dryRunCreate(t, as(c.owner), c.other, pvcJSON("data", fast)))
+
+	// The cluster's default class is filled in before the policy sees the
+	// claim: it must be allowed too.
+	standard := "standard-" + s
+	mustKubectl(t, `{"apiVersion":"storage.k8s.io/v1","kind":"StorageClass","metadata":{"name":"`+standard+`","annotations":{"storageclass.kubernetes.io/is-default-class":"true"}},"provisioner":"example.com/none"}`, "create", "-f", "-")
+	deleteOnCleanup(t, "storageclass", standard)
+	if !eventually(10*time.Second, 100*time.Millisecond, func() bool { return owner(pvcJSON("data", "")) != nil }) {
+		t.Errorf("with default StorageClass %s not allowed, the owner's PVC of no class is admitted", standard)
+	}
+	wantRefusedBy(t, "the owner's PVC of no class, given the default "+standard, owner(pvcJSON("data", "")), "teamspace-classes", "storage class "+standard+" is not one")
+
+	setLimit(t, "allowedStorageClasses", "Fast_SSD")
+	if !eventually(10*time.Second, 100*time.Millisecond, func() bool {
+		err = owner(pvcJSON("data", "team-hdd"))
+		return err != nil && strings.Contains(err.Error(), "key allowedStorageClasses")
+	}) {
+		t.Fatalf("allowedStorageClasses Fast_SSD: the owner's PVC: %v; want refused naming the key", err)
+	}
+	wantRefusedBy(t, "the owner's PVC while allowedStorageClasses is malformed", err, "teamspace-classes",
+		"refused while key allowedStorageClasses of "+source+" is not a comma-separated list of class names (DNS names)")
+	wantAccepted(t, "the owner's pod while allowedStorageClasses is malformed", owner(podJSON("p", "registry.invalid/none:1", nil)))
+	settled(t, within(), `key allowedStorageClasses is "Fast_SSD", not a comma-separated list of class names`)
+	setLimit(t, "allowedStorageClasses", "")
+	setLimit(t, "allowedGateways", "infra")
+	settled(t, within(), `key allowedGateways is "infra", not a comma-separated list of <namespace>/<name> or <namespace>/*`)
+}
+
+// TestTolerations (item 3) with the shipped forbiddenTolerations (the
+// control-plane taint): the owner's pod tolerating it, under either name,
+// or every taint, or naming its node (spec.nodeName skips the taints), is
+// refused, also a toleration added to a pod later; a toleration of another
+// taint is admitted, and the platform team's, and any in a namespace that
+// is no team's.
+func TestTolerations(t *testing.T) {
+	parallel(t)
+	c := newTenantCast(t, "tol")
+	toleration := func(tolerations ...map[string]any) string {
+		var list []any
+		for _, t := range tolerations {
+			list = append(list, t)
+		}
+		return podJSON("p", "registry.invalid/none:1", map[string]any{"tolerations": list})
+	}
+	controlPlane := map[string]any{"key": "node-role.kubernetes.io/control-plane", "operator": "Exists", "effect": "NoSchedule"}
+	var err error
+	if !eventually(10*time.Second, 100*time.Millisecond, func() bool {
+		err = dryRunCreate(t, as(c.owner), c.ns, toleration(controlPlane))
+		return err != nil && strings.Contains(err.Error(), "teamspace-tolerations")
+	}) {
+		t.Fatalf("the owner's pod tolerating the control plane: %v; want refused by teamspace-tolerations", err)
+	}
+	wantRefusedBy(t, "the owner's pod tolerating the control plane", err, "teamspace-tolerations",
+		"Pod "+c.ns+"/p: a toleration of node-role.kubernetes.io/control-plane is not allowed in a team namespace: the platform keeps the nodes with taints"+
+			" node-role.kubernetes.io/control-plane, node-role.kubernetes.io/master from the teams (key forbiddenTolerations of ConfigMap teamspace-system/teamspace-limits)")
+	wantRefusedBy(t, "the owner's pod tolerating the old master taint", dryRunCreate(t, as(c.owner), c.ns, toleration(map[string]any{"key": "node-role.kubernetes.io/master", "operator": "Equal", "value": "", "effect": "NoSchedule"})),
+		"teamspace-tolerations", "a toleration of node-role.kubernetes.io/master")
+	wantRefusedBy(t, "the owner's pod tolerating every taint", dryRunCreate(t, as(c.owner), c.ns, toleration(map[string]any{"operator": "Exists"})),
+		"teamspace-tolerations", "a toleration of every taint (operator Exists without a key)")
+	wantRefusedBy(t, "the owner's pod naming its node", dryRunCreate(t, as(c.owner), c.ns, podJSON("p", "registry.invalid/none:1", map[string]any{"nodeName": "control-plane-1"})),
+		"teamspace-tolerations", "Pod "+c.ns+"/p: spec.nodeName is not allowed in a team namespace: it skips the scheduler")
+	gpu := map[string]any{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}
+	wantAccepted(t, "the owner's pod tolerating gpu", dryRunCreate(t, as(c.owner), c.ns, toleration(gpu)))
+	wantAccepted(t, "the platform team's pod tolerating the control plane", dryRunCreate(t, c.platform, c.ns, toleration(controlPlane)))
+	wantAccepted(t, "the owner's pod tolerating the control plane in a namespace that is no team's", dryRunCreate(t, as(c.owner), c.other, toleration(controlPlane)))
+
+	// A toleration added later (a pod's tolerations may grow).
+	mustKubectl(t, toleration(gpu), append(as(c.owner), "-n", c.ns, "create", "-f", "-")...)
+	add := `{"spec":{"tolerations":[{"key":"gpu","operator":"Exists","effect":"NoSchedule"},{"key":"node-role.kubernetes.io/control-plane","operator":"Exists","effect":"NoSchedule"}]}}`
+	_, err = kubectl(t, "", append(as(c.owner), "-n", c.ns, "patch", "pod", "p", "--type=merge", "-p", add, "--dry-run=server")...)
+	wantRefusedBy(t, "the owner adding the control-plane toleration to a pod", err, "teamspace-tolerations", "a toleration of node-role.kubernetes.io/control-plane")
+	_, err = kubectl(t, "", append(as(c.owner), "-n", c.ns, "label", "pod", "p", "checked=yes")...)
+	wantAccepted(t, "the owner's label on a pod tolerating gpu", err)
+}
+
+// TestTolerationsOptions (item 3): with forbiddenTolerations unset the
+// owner's pod may tolerate the control plane and name its node (as
+// before); with a key that is not a taint key, a pod with tolerations is
+// refused naming the key, and a requester's new TeamSpace.
+func TestTolerationsOptions(t *testing.T) {
+	alone(t, changesLimits)
+	c := newTenantCast(t, "tol")
+	t.Cleanup(func() { resetLimitsConfig(t) })
+	setLimit(t, "forbiddenTolerations", "")
+	controlPlane := podJSON("p", "registry.invalid/none:1", map[string]any{"tolerations": []any{map[string]any{"key": "node-role.kubernetes.io/control-plane", "operator": "Exists"}}})
+	var err error
+	if !eventually(10*time.Second, 100*time.Millisecond, func() bool {
+		err = dryRunCreate(t, as(c.owner), c.ns, controlPlane)
+		return err == nil
+	}) {
+		t.Errorf("forbiddenTolerations unset: the owner's pod tolerating the control plane: %v; want admitted", err)
+	}
+	wantAccepted(t, "forbiddenTolerations unset: the owner's pod naming its node", dryRunCreate(t, as(c.owner), c.ns, podJSON("p", "registry.invalid/none:1", map[string]any{"nodeName": "control-plane-1"})))
+	setLimit(t, "forbiddenTolerations", "not a key!")
+	if !eventually(10*time.Second, 100*time.Millisecond, func() bool {
+		err = dryRunCreate(t, as(c.owner), c.ns, controlPlane)
+		return err != nil && strings.Contains(err.Error(), "key forbiddenTolerations")
+	}) {
+		t.Fatalf("forbiddenTolerations malformed: the owner's pod: %v; want refused naming the key", err)
+	}
+	wantRefusedBy(t, "the owner's pod while forbiddenTolerations is malformed", err, "teamspace-tolerations", `key forbiddenTolerations of ConfigMap teamspace-system/teamspace-limits has "not a key!", not a taint key`)
+	settled(t, within(), `key forbiddenTolerations is "not a key!", not a comma-separated list of taint keys`)
+}
