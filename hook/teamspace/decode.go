@@ -27,6 +27,9 @@ var wrongType = map[string]string{
 	"owners":           "must be a list of {kind, name, namespace}",
 	"podSecurity":      "must be one of " + strings.Join(podSecurityNames(), ", "),
 	"networkIsolation": "must be true or false",
+	"allow":            "must be an object of lists of names (storageClasses, priorityClasses, runtimeClasses, ingressClasses, gateways)",
+	"nodeSelector":     `must be an object of label values such as {"pool": "team-a"}`,
+	"nodeSelector.*":   "must be a label value (a string)",
 }
 
 func podSecurityNames() []string {

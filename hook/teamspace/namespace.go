@@ -2,6 +2,8 @@ package teamspace
 
 import (
 	"fmt"
+	"maps"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -52,24 +54,32 @@ var namespaceType = &childType{
 		if spec.NetworkIsolation {
 			ns.Labels[NetworkIsolationLabel] = "true"
 		}
+		if len(spec.NamespaceAnnotations) > 0 {
+			ns.Annotations = maps.Clone(spec.NamespaceAnnotations)
+		}
 		return ns
 	},
 	decode: func(o *Object) (object, error) {
 		ns := &corev1.Namespace{}
 		ns.Labels = o.Metadata.Labels
+		ns.Annotations = o.Metadata.Annotations
 		return ns, nil
 	},
 	content: func(obj object) object {
-		labels := map[string]string{}
-		for _, k := range ownedNamespaceLabels {
-			if v, ok := obj.GetLabels()[k]; ok {
-				labels[k] = v
-			}
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Labels: owned(obj.GetLabels(), ownedNamespaceLabels)}}
+		// Annotations only when there are some: a namespace without them
+		// compares (and is kept) as it always was.
+		if a := owned(obj.GetAnnotations(), ownedNamespaceAnnotations); len(a) > 0 {
+			ns.Annotations = a
 		}
-		return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Labels: labels}}
+		return ns
 	},
 	outOfDateMessage: func(ref string, observed, desired object) string {
-		return fmt.Sprintf("namespace %s has labels %s, updating to %s", ref, describeLabels(observed.GetLabels()), describeLabels(desired.GetLabels()))
+		msg := fmt.Sprintf("namespace %s has labels %s, updating to %s", ref, describeLabels(observed.GetLabels()), describeLabels(desired.GetLabels()))
+		if o, d := describeAnnotations(observed.GetAnnotations()), describeAnnotations(desired.GetAnnotations()); o != d {
+			msg += fmt.Sprintf("; annotations %s, updating to %s", o, d)
+		}
+		return msg
 	},
 	// Without an observed namespace an invalid spec gets the default one.
 	keptWithout: func(string) object { return namespaceEnforcing(DefaultPodSecurity) },
@@ -170,6 +180,32 @@ func describeLabels(labels map[string]string) string {
 		return "<unset>"
 	}
 	return fmt.Sprintf("%s=%s, enforce=%s, enforce-version=%s, network-isolation=%s", TeamSpaceLabel, get(TeamSpaceLabel), get(PodSecurityEnforceLabel), get(PodSecurityEnforceVersionLabel), get(NetworkIsolationLabel))
+}
+
+// owned is m reduced to keys (an empty map when none is there).
+func owned(m map[string]string, keys []string) map[string]string {
+	out := map[string]string{}
+	for _, k := range keys {
+		if v, ok := m[k]; ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// describeAnnotations prints the owned annotations of a namespace
+// (allow.go), "none" when it has none of them.
+func describeAnnotations(annotations map[string]string) string {
+	var parts []string
+	for _, k := range ownedNamespaceAnnotations {
+		if v, ok := annotations[k]; ok {
+			parts = append(parts, k+"="+v)
+		}
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
 }
 
 // isTerminating reports whether a namespace is being deleted.

@@ -54,6 +54,9 @@ type Spec struct {
 	// Objects are the object counts of team-objects by quota resource name
 	// (objects.go), nil when spec.objects is unset or empty.
 	Objects map[corev1.ResourceName]int64
+	// NamespaceAnnotations are the namespace's annotations from spec.allow
+	// and spec.nodeSelector (allow.go), nil when neither sets anything.
+	NamespaceAnnotations map[string]string
 }
 
 // SpecError lists everything wrong with a spec, each problem naming its field.
@@ -123,6 +126,9 @@ func ParseSpec(raw json.RawMessage) (Spec, error) {
 	objects, objectProblems := checkObjects(api.Objects, fields["objects"])
 	spec.Objects = objects
 	problems = append(problems, objectProblems...)
+	annotations, allowProblems := checkAllowAndNodes(api.Allow, api.NodeSelector)
+	spec.NamespaceAnnotations = annotations
+	problems = append(problems, allowProblems...)
 	if len(problems) > 0 {
 		return Spec{}, &SpecError{problems}
 	}

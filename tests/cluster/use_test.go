@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/labhub/teamspace/hook/teamspace"
 )
 
 // What a team may use of the cluster (hack/deploy/team-use.yaml, issue
@@ -466,4 +468,98 @@ func TestTolerationsOptions(t *testing.T) {
 	}
 	wantRefusedBy(t, "the owner's pod while forbiddenTolerations is malformed", err, "teamspace-tolerations", `key forbiddenTolerations of ConfigMap teamspace-system/teamspace-limits has "not a key!", not a taint key`)
 	settled(t, within(), `key forbiddenTolerations is "not a key!", not a comma-separated list of taint keys`)
+}
+
+// TestAllowOneTeamMore (item 1): the platform team gives one TeamSpace
+// more than its limits give every team (spec.allow): the hook writes it on
+// the namespace and the owner of that team may then use what it names (a
+// system priority class here, which no team may use unless named), the
+// owner of another team still may not. A requester, or an editor who is
+// not exempt, may not set spec.allow or spec.nodeSelector; the platform
+// team may.
+func TestAllowOneTeamMore(t *testing.T) {
+	parallel(t)
+	c := newTenantCast(t, "more")
+	s := suffix(t, 6)
+	owner, name := "owner-"+s, "more-"+s
+	createOwned(t, name, ownedBy(with(within(), "objects", shippedMaxObjects, "allow", map[string]any{"priorityClasses": []any{"system-cluster-critical"}}), owner))
+	ns := teamspace.NamespaceName(name)
+	critical := podJSON("p", "registry.invalid/none:1", map[string]any{"priorityClassName": "system-cluster-critical"})
+	var err error
+	if !eventually(10*time.Second, 100*time.Millisecond, func() bool { err = dryRunCreate(t, as(owner), ns, critical); return err == nil }) {
+		t.Errorf("the owner of TeamSpace %s (spec.allow.priorityClasses: system-cluster-critical): a pod of that class: %v; want admitted", name, err)
+	}
+	wantRefusedBy(t, "the owner of another team: a pod of class system-cluster-critical", dryRunCreate(t, as(c.owner), c.ns, critical), "teamspace-classes",
+		"priority class system-cluster-critical is not one the pods of TeamSpace "+strings.TrimPrefix(c.ns, "team-"))
+
+	_, user := limitsCast(t, "more")
+	for field, value := range map[string]any{"allow": map[string]any{"storageClasses": []any{"fast-ssd"}}, "nodeSelector": map[string]any{"pool": "a"}} {
+		_, err := kubectl(t, teamSpace("more-probe-"+s, with(within(), field, value)), append(as(user), "create", "--dry-run=server", "-f", "-")...)
+		wantLimitRefusal(t, "a requester's TeamSpace with spec."+field, err, "spec."+field+": what one TeamSpace may use beyond the platform's limits (classes, Gateways, its nodes) is the platform's to give")
+		_, err = kubectl(t, teamSpace("more-probe-"+s, with(within(), field, value)), append(as("platform-"+s, platformGroup), "create", "--dry-run=server", "-f", "-")...)
+		wantAccepted(t, "the platform team's TeamSpace with spec."+field, err)
+	}
+	editor := "editor-" + s
+	bindRole(t, "teamspace-edit", "User", editor)
+	bindRole(t, "teamspace-view", "User", editor)
+	_, err = kubectl(t, "", append(as(editor), "patch", "teamspace", name, "--type=merge", "--dry-run=server", "-p", `{"spec":{"allow":{"priorityClasses":["system-node-critical"]}}}`)...)
+	wantLimitRefusal(t, "an editor who is not exempt changing spec.allow", err, "spec.allow: what one TeamSpace may use")
+	_, err = kubectl(t, "", append(as(editor), "patch", "teamspace", name, "--type=merge", "--dry-run=server", "-p", `{"spec":{"pods":3}}`)...)
+	wantAccepted(t, "an editor who is not exempt changing spec.pods of a TeamSpace with spec.allow", err)
+}
+
+// TestNodeSelector (item 3): a TeamSpace the platform gave a node selector
+// (spec.nodeSelector): every pod its owner creates carries it, filled in
+// where the pod leaves a key out or gives it another value (a selector
+// of its own beside it stays); a pod of another team gets none.
+func TestNodeSelector(t *testing.T) {
+	parallel(t)
+	c := newTenantCast(t, "nodes")
+	s := suffix(t, 6)
+	owner, name := "owner-"+s, "nodes-"+s
+	createOwned(t, name, ownedBy(with(within(), "objects", shippedMaxObjects, "nodeSelector", map[string]any{"pool": "team-" + s, "topology.kubernetes.io/zone": "eu-1"}), owner))
+	ns := teamspace.NamespaceName(name)
+	selectorOf := func(who []string, namespace string, spec map[string]any) (string, error) {
+		return kubectl(t, podJSON("p", "registry.invalid/none:1", spec), append(who, "-n", namespace, "create", "--dry-run=server", "-o", "jsonpath={.spec.nodeSelector}", "-f", "-")...)
+	}
+	want := `{"pool":"team-` + s + `","topology.kubernetes.io/zone":"eu-1"}`
+	var got string
+	var err error
+	if !eventually(10*time.Second, 100*time.Millisecond, func() bool { got, err = selectorOf(as(owner), ns, nil); return err == nil && got == want }) {
+		t.Errorf("the owner's pod without a node selector: %s, %v; want %s filled in", got, err, want)
+	}
+	got, err = selectorOf(as(owner), ns, map[string]any{"nodeSelector": map[string]any{"pool": "other", "disk": "ssd"}})
+	if wantAll := `{"disk":"ssd","pool":"team-` + s + `","topology.kubernetes.io/zone":"eu-1"}`; err != nil || got != wantAll {
+		t.Errorf("the owner's pod with pool=other and disk=ssd: %s, %v; want %s", got, err, wantAll)
+	}
+	if got, err := selectorOf(as(c.owner), c.ns, nil); err != nil || got != "" {
+		t.Errorf("another team's pod: node selector %s, %v; want none", got, err)
+	}
+}
+
+// TestNodeSelectorHeld (item 3): without the mutation (an API server
+// before Kubernetes 1.36, where install.sh leaves it out), a pod that does
+// not carry the TeamSpace's node selector is refused naming the pairs, one
+// that carries them is admitted.
+func TestNodeSelectorHeld(t *testing.T) {
+	alone(t, "it removes the node selector mutation, which every team namespace's pods pass, for a moment")
+	newTenantCast(t, "held")
+	s := suffix(t, 6)
+	owner, name := "owner-"+s, "held-"+s
+	createOwned(t, name, ownedBy(with(within(), "objects", shippedMaxObjects, "nodeSelector", map[string]any{"pool": "team-" + s}), owner))
+	ns := teamspace.NamespaceName(name)
+	mustKubectl(t, "", "delete", "mutatingadmissionpolicybinding", "teamspace-node-selector")
+	t.Cleanup(func() { mustKubectl(t, "", "apply", "-f", deployFile(t, "team-use.yaml")) })
+	var err error
+	if !eventually(10*time.Second, 100*time.Millisecond, func() bool {
+		err = dryRunCreate(t, as(owner), ns, podJSON("p", "registry.invalid/none:1", nil))
+		return err != nil
+	}) {
+		t.Fatal("without the mutation, the owner's pod without the node selector is admitted")
+	}
+	wantRefusedBy(t, "the owner's pod without the node selector", err, "teamspace-node-selector",
+		"Pod "+ns+"/p: spec.nodeSelector must carry pool=team-"+s+": the pods of TeamSpace "+name+" run on the nodes its node selector names")
+	wantRefusedBy(t, "the owner's pod with another pool", dryRunCreate(t, as(owner), ns, podJSON("p", "registry.invalid/none:1", map[string]any{"nodeSelector": map[string]any{"pool": "other"}})),
+		"teamspace-node-selector", "must carry pool=team-"+s)
+	wantAccepted(t, "the owner's pod carrying the node selector", dryRunCreate(t, as(owner), ns, podJSON("p", "registry.invalid/none:1", map[string]any{"nodeSelector": map[string]any{"pool": "team-" + s}})))
 }

@@ -151,7 +151,88 @@ type TeamSpaceSpec struct {
 	// +optional
 	// +kubebuilder:default=true
 	NetworkIsolation *bool `json:"networkIsolation,omitempty"`
+
+	// What the platform team gives this TeamSpace beyond what its limits
+	// give every team: classes and Gateways its namespace may use besides
+	// those the limits' allowed* keys name (hack/deploy/team-use.yaml).
+	// Only the platform team (system:masters and the limits' exemptGroups)
+	// may set or change it.
+	//
+	// +optional
+	Allow *Allow `json:"allow,omitempty"`
+
+	// The node selector every pod of the namespace carries: filled in where
+	// a pod leaves a key out or gives it another value, and held
+	// (hack/deploy/team-use.yaml), so that the team's pods run only on the
+	// nodes it names. Label keys and values, at most 16. Only the platform
+	// team may set or change it.
+	//
+	// +optional
+	// +kubebuilder:validation:MaxProperties=16
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.size() <= 253 && k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'))",message="keys must be label keys ([prefix/]name)",reason=FieldValueInvalid
+	// +kubebuilder:validation:XValidation:rule="self.all(k, self[k].matches('^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$'))",message="values must be label values (at most 63 letters, digits, '-', '_' or '.', beginning and ending with a letter or digit)",reason=FieldValueInvalid
+	NodeSelector map[string]LabelValue `json:"nodeSelector,omitempty"`
 }
+
+// LabelValue is a label's value: at most 63 characters.
+//
+// +kubebuilder:validation:MaxLength=63
+type LabelValue string
+
+// Allow is what one TeamSpace may use beyond the platform's limits, each a
+// set of names.
+type Allow struct {
+	// StorageClasses its PersistentVolumeClaims may name, at most 16.
+	//
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=16
+	StorageClasses []ClassName `json:"storageClasses,omitempty"`
+
+	// PriorityClasses its pods may name, at most 16 (system-node-critical
+	// and system-cluster-critical too, only if named).
+	//
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=16
+	PriorityClasses []ClassName `json:"priorityClasses,omitempty"`
+
+	// RuntimeClasses its pods may name, at most 16.
+	//
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=16
+	RuntimeClasses []ClassName `json:"runtimeClasses,omitempty"`
+
+	// IngressClasses its Ingresses may name, at most 16.
+	//
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=16
+	IngressClasses []ClassName `json:"ingressClasses,omitempty"`
+
+	// Gateways its Gateway API routes may attach to, at most 16, as
+	// <namespace>/<name>, or <namespace>/* for every Gateway of a namespace.
+	//
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=16
+	Gateways []GatewayName `json:"gateways,omitempty"`
+}
+
+// ClassName is the name of a cluster-scoped class object (a DNS-1123
+// subdomain); it need not exist yet.
+//
+// +kubebuilder:validation:MaxLength=253
+// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+type ClassName string
+
+// GatewayName is a Gateway as <namespace>/<name>, or <namespace>/* for
+// every Gateway of the namespace.
+//
+// +kubebuilder:validation:MaxLength=317
+// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?/(\*|[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)$`
+type GatewayName string
 
 // ObjectCount is how many objects of one kind the namespace may hold,
 // 0..100000.
