@@ -22,9 +22,17 @@ const (
 // when isolation is off.
 const NetworkIsolationLabel = "platform.labhub.io/network-isolation"
 
+// NodeSelectorLabel ("true") marks a team namespace whose TeamSpace has a
+// node selector (its pairs are annotation NodeSelectorAnnotation): the
+// node selector policies of hack/deploy/team-use.yaml select namespaces by
+// it, so that a pod in any other namespace costs them nothing (an
+// admission policy's matchConditions cannot read the namespace). Absent
+// without spec.nodeSelector.
+const NodeSelectorLabel = "platform.labhub.io/node-selector"
+
 // ownedNamespaceLabels are the namespace's labels the hook owns besides
 // the TeamSpace label.
-var ownedNamespaceLabels = []string{PodSecurityEnforceLabel, PodSecurityEnforceVersionLabel, NetworkIsolationLabel}
+var ownedNamespaceLabels = []string{PodSecurityEnforceLabel, PodSecurityEnforceVersionLabel, NetworkIsolationLabel, NodeSelectorLabel}
 
 // Ready reasons of the namespace. Pending, terminating and not Active hold
 // back every child inside it; NamespaceConflict means it belongs to someone
@@ -56,6 +64,9 @@ var namespaceType = &childType{
 		}
 		if len(spec.NamespaceAnnotations) > 0 {
 			ns.Annotations = maps.Clone(spec.NamespaceAnnotations)
+		}
+		if _, ok := spec.NamespaceAnnotations[NodeSelectorAnnotation]; ok {
+			ns.Labels[NodeSelectorLabel] = "true"
 		}
 		return ns
 	},
@@ -179,7 +190,12 @@ func describeLabels(labels map[string]string) string {
 		}
 		return "<unset>"
 	}
-	return fmt.Sprintf("%s=%s, enforce=%s, enforce-version=%s, network-isolation=%s", TeamSpaceLabel, get(TeamSpaceLabel), get(PodSecurityEnforceLabel), get(PodSecurityEnforceVersionLabel), get(NetworkIsolationLabel))
+	s := fmt.Sprintf("%s=%s, enforce=%s, enforce-version=%s, network-isolation=%s", TeamSpaceLabel, get(TeamSpaceLabel), get(PodSecurityEnforceLabel), get(PodSecurityEnforceVersionLabel), get(NetworkIsolationLabel))
+	// Named only where it is set: most namespaces never have it.
+	if v, ok := labels[NodeSelectorLabel]; ok {
+		s += ", node-selector=" + v
+	}
+	return s
 }
 
 // owned is m reduced to keys (an empty map when none is there).
