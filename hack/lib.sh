@@ -680,7 +680,7 @@ platform_manifests() {
 	if "$@" get --raw /apis/admissionregistration.k8s.io/v1 2>/dev/null | grep -q '"name":"mutatingadmissionpolicies"'; then
 		"$@" kustomize "${TEAMSPACE_ROOT}/hack/deploy"
 	else
-		say "requested-by: this API server has no MutatingAdmissionPolicy v1 (Kubernetes < 1.36): new TeamSpaces are not stamped with who asked (the limits still refuse a forged one), and a TeamSpace's node selector is not filled into its pods (pods that leave it out are refused)"
+		say "requested-by: this API server has no MutatingAdmissionPolicy v1 (Kubernetes < 1.36): new TeamSpaces are not stamped with who asked (the limits still refuse a forged one), a TeamSpace's node selector is not filled into its pods (pods that leave it out are refused), and claims that name no class get the cluster's default, not defaultStorageClass"
 		"$@" kustomize "${TEAMSPACE_ROOT}/hack/deploy" | without_kinds 'MutatingAdmissionPolicy|MutatingAdmissionPolicyBinding'
 	fi
 }

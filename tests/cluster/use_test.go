@@ -286,8 +286,9 @@ func routeTo(host string, gateways ...string) string {
 // PVC, a pod, an Ingress (field or old annotation) or a route naming
 // another is refused naming the class, the allowed ones and the key; a
 // PVC without a class gets the cluster's default class, which is then
-// refused too. The platform team is not held, nor a namespace that is no
-// team's. A malformed list refuses what it holds naming the key, and a
+// refused too, unless the platform names a default class for teams
+// (defaultStorageClass). The platform team is not held, nor a namespace
+// that is no team's. A malformed list refuses what it holds naming the key, and a
 // requester's new TeamSpace.
 func TestClasses(t *testing.T) {
 	alone(t, changesLimits)
@@ -345,7 +346,7 @@ func TestClasses(t *testing.T) {
 	oldAnnotation = strings.Replace(oldAnnotation, `"metadata":{"name":"web"}`, `"metadata":{"name":"web","annotations":{"kubernetes.io/ingress.class":"internal"}}`, 1)
 	for what, r := range map[string]struct{ manifest, want string }{
 		"PVC of class " + fast: {pvcJSON("data", fast), "PersistentVolumeClaim " + c.ns + "/data: storage class " + fast + " is not one TeamSpace " + team +
-			" may use (a claim that names none gets the cluster's default class): team-hdd (key allowedStorageClasses of " + source + ", and spec.allow.storageClasses of TeamSpace " + team + ")"},
+			" may use: team-hdd (key allowedStorageClasses of " + source + ", and spec.allow.storageClasses of TeamSpace " + team + ")"},
 		"pod of priority class " + high:                 {pod("priorityClassName", high), "priority class " + high + " is not one the pods of TeamSpace " + team + " may use (a pod that names none gets the cluster's globalDefault class): low (key allowedPriorityClasses"},
 		"pod of priority class system-cluster-critical": {pod("priorityClassName", "system-cluster-critical"), "priority class system-cluster-critical is not one"},
 		"pod of runtime class " + kata:                  {pod("runtimeClassName", kata), "runtime class " + kata + " is not one the pods of TeamSpace " + team + " may use: runc (key allowedRuntimeClasses"},
@@ -376,7 +377,32 @@ func TestClasses(t *testing.T) {
 	if !eventually(10*time.Second, 100*time.Millisecond, func() bool { return owner(pvcJSON("data", "")) != nil }) {
 		t.Errorf("with default StorageClass %s not allowed, the owner's PVC of no class is admitted", standard)
 	}
-	wantRefusedBy(t, "the owner's PVC of no class, given the default "+standard, owner(pvcJSON("data", "")), "teamspace-classes", "storage class "+standard+" is not one")
+	wantRefusedBy(t, "the owner's PVC of no class, given the default "+standard, owner(pvcJSON("data", "")), "teamspace-classes",
+		"storage class "+standard+" (the cluster's default, given to a claim that names none; name a class, or the platform team sets defaultStorageClass) is not one")
+	// The platform's default class for teams, in place of the cluster's,
+	// for a claim that names none; one that names a class keeps it.
+	setLimit(t, "defaultStorageClass", "team-hdd")
+	classOf := func(manifest string) string {
+		out, err := kubectl(t, manifest, append(as(c.owner), "-n", c.ns, "create", "--dry-run=server", "-o", "jsonpath={.spec.storageClassName}", "-f", "-")...)
+		if err != nil {
+			return "refused: " + err.Error()
+		}
+		return out
+	}
+	var got string
+	if !eventually(10*time.Second, 100*time.Millisecond, func() bool { got = classOf(pvcJSON("data", "")); return got == "team-hdd" }) {
+		t.Errorf("defaultStorageClass team-hdd: the owner's PVC of no class got %q, want team-hdd", got)
+	}
+	wantRefusedBy(t, "defaultStorageClass team-hdd: the owner's PVC of class "+fast, owner(pvcJSON("data", fast)), "teamspace-classes", "storage class "+fast+" is not one")
+	if got := classOf(pvcJSON("data", "team-hdd")); got != "team-hdd" {
+		t.Errorf("defaultStorageClass team-hdd: the owner's PVC of class team-hdd: %q", got)
+	}
+	if got, err := kubectl(t, pvcJSON("data", ""), append(c.platform, "-n", c.ns, "create", "--dry-run=server", "-o", "jsonpath={.spec.storageClassName}", "-f", "-")...); err != nil || got != standard {
+		t.Errorf("defaultStorageClass team-hdd: the platform team's PVC of no class got %q, %v; want the cluster's default %s", got, err, standard)
+	}
+	setLimit(t, "defaultStorageClass", "Team_HDD")
+	settled(t, within(), `key defaultStorageClass is "Team_HDD", not a class name (a DNS name)`)
+	setLimit(t, "defaultStorageClass", "")
 
 	setLimit(t, "allowedStorageClasses", "Fast_SSD")
 	if !eventually(10*time.Second, 100*time.Millisecond, func() bool {
