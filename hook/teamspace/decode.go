@@ -30,6 +30,7 @@ var wrongType = map[string]string{
 	"allow":            "must be an object of lists of names (storageClasses, priorityClasses, runtimeClasses, ingressClasses, gateways)",
 	"nodeSelector":     `must be an object of label values such as {"pool": "team-a"}`,
 	"nodeSelector.*":   "must be a label value (a string)",
+	"namespaces":       "must be a list of {name, pods, cpu, memory, ephemeralStorage, objects}",
 }
 
 func podSecurityNames() []string {

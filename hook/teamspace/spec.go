@@ -57,6 +57,9 @@ type Spec struct {
 	// NamespaceAnnotations are the namespace's annotations from spec.allow
 	// and spec.nodeSelector (allow.go), nil when neither sets anything.
 	NamespaceAnnotations map[string]string
+	// Namespaces are spec.namespaces' shares (namespaces.go), nil when it
+	// is unset or empty.
+	Namespaces []NamespaceShare
 }
 
 // SpecError lists everything wrong with a spec, each problem naming its field.
@@ -129,6 +132,12 @@ func ParseSpec(raw json.RawMessage) (Spec, error) {
 	annotations, allowProblems := checkAllowAndNodes(api.Allow, api.NodeSelector)
 	spec.NamespaceAnnotations = annotations
 	problems = append(problems, allowProblems...)
+	// The shares are summed against totals that are valid.
+	if len(problems) == 0 && !bad["namespaces"] {
+		shares, shareProblems := checkNamespaces(api.Namespaces, spec)
+		spec.Namespaces = shares
+		problems = append(problems, shareProblems...)
+	}
 	if len(problems) > 0 {
 		return Spec{}, &SpecError{problems}
 	}

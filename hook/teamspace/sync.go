@@ -26,6 +26,11 @@ func Sync(r *Request) *Response {
 		return resp
 	}
 	spec, err := ParseSpec(r.Parent.Spec)
+	if err == nil {
+		if problems := checkNamespaceNames(name, spec.Namespaces); len(problems) > 0 {
+			err = &SpecError{problems}
+		}
+	}
 	if err != nil {
 		return syncInvalid(r, resp, err)
 	}

@@ -90,6 +90,10 @@ func TestValidation(t *testing.T) {
 		{"name a.b", teamSpace("a.b", map[string]any{"pods": 3}), []string{"metadata.name", "Invalid value"}},
 		{"name Upper", teamSpace("Upper", map[string]any{"pods": 3}), []string{"metadata.name", "Invalid value"}},
 		{"name of 59 characters", teamSpace(nameOfLength(59), map[string]any{"pods": 3}), []string{"metadata.name", "Invalid value"}},
+		// team-<name>--<entry> splits one way only (issue #52).
+		{"name with --", teamSpace("a--"+s, map[string]any{"pods": 3}), []string{`metadata.name must not contain "--"`}},
+		{"name and a namespace entry above 56 characters", teamSpace(nameOfLength(50), map[string]any{"pods": 3, "namespaces": []any{map[string]any{"name": "seven-7", "pods": 1, "cpu": "100m"}}}),
+			[]string{"spec.namespaces", "the TeamSpace's name and the entry's together at most 56"}},
 	}
 	for _, tc := range refused {
 		t.Run("refuses "+tc.name, func(t *testing.T) {
@@ -121,6 +125,7 @@ func TestValidation(t *testing.T) {
 		{"cpu 0.5", "vhalf-" + s, map[string]any{"pods": 50, "cpu": "0.5"}, "0.5"},
 		{"cpu 500m", "vmilli-" + s, map[string]any{"pods": 2, "cpu": "500m"}, "500m"},
 		{"cpu defaults to 1", "vdefault-" + s, map[string]any{"pods": 3}, "1"},
+		{"a namespace entry, name and entry 56 characters", nameOfLength(50), map[string]any{"pods": 3, "namespaces": []any{map[string]any{"name": "six-66", "pods": 1, "cpu": "100m"}}}, "1"},
 	}
 	for _, tc := range accepted {
 		t.Run("accepts "+tc.name, func(t *testing.T) {

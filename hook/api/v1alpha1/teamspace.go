@@ -19,6 +19,17 @@ const (
 	MaxObjectCount = 100000
 	// MaxNameLength keeps "team-" + name within a DNS-1123 label (63).
 	MaxNameLength = 58
+	// MaxNamespaces bounds spec.namespaces (the platform's limits may bound
+	// it lower: key maxNamespaces).
+	MaxNamespaces = 10
+	// NamespaceSeparator joins a TeamSpace's name and an entry of
+	// spec.namespaces into the entry's namespace, team-<name>--<entry>.
+	// Neither a new TeamSpace's name nor an entry may hold it, and neither
+	// may begin or end with "-": so each such namespace name splits back
+	// into one TeamSpace and one entry, and none is another TeamSpace's
+	// team-<name>. MaxNamespacePartsLength keeps it a DNS-1123 label.
+	NamespaceSeparator      = "--"
+	MaxNamespacePartsLength = 63 - len("team-") - len(NamespaceSeparator)
 )
 
 // TeamSpace hands a team its own namespace team-<name> with a ResourceQuota,
@@ -39,6 +50,8 @@ const (
 // +kubebuilder:printcolumn:name="Memory",type=string,JSONPath=".status.usage.memory",priority=1,description="Memory requests used/allowed, when spec.memory is set"
 // +kubebuilder:printcolumn:name="Requested-By",type=string,JSONPath=".metadata.annotations.platform\\.labhub\\.io/requested-by",priority=1,description="Who created it, stamped by the API server (hack/deploy/requested-by.yaml)"
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 58 && self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be a DNS-1123 label (lower-case letters, digits and '-') of at most 58 characters: it becomes namespace team-<name>",reason=FieldValueInvalid
+// +kubebuilder:validation:XValidation:rule="oldSelf.hasValue() || !self.metadata.name.contains('--')",optionalOldSelf=true,message="metadata.name must not contain \"--\": it separates a TeamSpace's name from its extra namespaces' (team-<name>--<entry>)",reason=FieldValueInvalid
+// +kubebuilder:validation:XValidation:rule="!has(self.spec.namespaces) || self.spec.namespaces.all(e, self.metadata.name.size() + e.name.size() <= 56)",message="each namespace is team-<name>--<entry>, a DNS-1123 label of at most 63 characters: the TeamSpace's name and the entry's together at most 56",fieldPath=".spec.namespaces",reason=FieldValueInvalid
 type TeamSpace struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -68,6 +81,14 @@ type TeamSpaceList struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.defaults) || !has(self.defaults.cpu) || !isQuantity(self.defaults.cpu) || !has(self.cpu) || !isQuantity(self.cpu) || quantity(self.defaults.cpu).compareTo(quantity(self.cpu)) <= 0",message="must not exceed spec.cpu",fieldPath=".defaults.cpu",reason=FieldValueInvalid
 // +kubebuilder:validation:XValidation:rule="!has(self.defaults) || !has(self.defaults.memory) || has(self.memory)",message="needs spec.memory (without it no memory is limited)",fieldPath=".defaults.memory",reason=FieldValueInvalid
 // +kubebuilder:validation:XValidation:rule="!has(self.defaults) || !has(self.defaults.memory) || !has(self.memory) || !isQuantity(self.defaults.memory) || !isQuantity(self.memory) || quantity(self.defaults.memory).compareTo(quantity(self.memory)) <= 0",message="must not exceed spec.memory",fieldPath=".defaults.memory",reason=FieldValueInvalid
+// +kubebuilder:validation:XValidation:rule="!has(self.namespaces) || self.namespaces.map(e, e.pods).sum() < self.pods",message="the namespaces' pods must add up to less than spec.pods: they are shares of it, and team-<name> keeps the rest (at least one pod)",fieldPath=".namespaces",reason=FieldValueInvalid
+// +kubebuilder:validation:XValidation:rule="!has(self.namespaces) || !has(self.cpu) || !isQuantity(self.cpu) || !self.namespaces.all(e, isQuantity(e.cpu)) || self.namespaces.map(e, int(quantity(e.cpu).asApproximateFloat() * 1000.0 + 0.5)).sum() < int(quantity(self.cpu).asApproximateFloat() * 1000.0 + 0.5)",message="the namespaces' cpu must add up to less than spec.cpu: they are shares of it, and team-<name> keeps the rest",fieldPath=".namespaces",reason=FieldValueInvalid
+// +kubebuilder:validation:XValidation:rule="!has(self.namespaces) || !has(self.memory) || !isQuantity(self.memory) || !self.namespaces.all(e, !has(e.memory) || isQuantity(e.memory)) || self.namespaces.filter(e, has(e.memory)).map(e, quantity(e.memory).asApproximateFloat()).sum() < quantity(self.memory).asApproximateFloat()",message="the namespaces' memory must add up to less than spec.memory: they are shares of it, and team-<name> keeps the rest",fieldPath=".namespaces",reason=FieldValueInvalid
+// +kubebuilder:validation:XValidation:rule="!has(self.namespaces) || !has(self.ephemeralStorage) || !isQuantity(self.ephemeralStorage) || !self.namespaces.all(e, !has(e.ephemeralStorage) || isQuantity(e.ephemeralStorage)) || self.namespaces.filter(e, has(e.ephemeralStorage)).map(e, quantity(e.ephemeralStorage).asApproximateFloat()).sum() < quantity(self.ephemeralStorage).asApproximateFloat()",message="the namespaces' ephemeralStorage must add up to less than spec.ephemeralStorage: they are shares of it, and team-<name> keeps the rest",fieldPath=".namespaces",reason=FieldValueInvalid
+// +kubebuilder:validation:XValidation:rule="!has(self.namespaces) || self.namespaces.all(e, !has(e.memory) || has(self.memory))",message="a namespace's memory is a share of spec.memory, which is unset",fieldPath=".namespaces",reason=FieldValueInvalid
+// +kubebuilder:validation:XValidation:rule="!has(self.namespaces) || self.namespaces.all(e, !has(e.ephemeralStorage) || has(self.ephemeralStorage))",message="a namespace's ephemeralStorage is a share of spec.ephemeralStorage, which is unset",fieldPath=".namespaces",reason=FieldValueInvalid
+// +kubebuilder:validation:XValidation:rule="!has(self.namespaces) || self.namespaces.all(e, !has(e.objects) || e.objects.all(k, has(self.objects) && k in self.objects))",message="a namespace's objects are shares of the counts of spec.objects: it may name only kinds spec.objects counts",fieldPath=".namespaces",reason=FieldValueInvalid
+// +kubebuilder:validation:XValidation:rule="!has(self.namespaces) || !has(self.objects) || self.objects.all(k, self.namespaces.filter(e, has(e.objects) && k in e.objects).map(e, e.objects[k]).sum() <= self.objects[k] - (k == 'configmaps' ? 1 : k == 'resourcequotas' ? 2 : 0))",message="the namespaces' object counts must add up to at most spec.objects, less what team-<name> holds itself (a ConfigMap, two quotas)",fieldPath=".namespaces",reason=FieldValueInvalid
 type TeamSpaceSpec struct {
 	// Maximum number of pods in the team's namespace (ResourceQuota
 	// team-quota, pods), 1..50. Required.
@@ -116,11 +137,7 @@ type TeamSpaceSpec struct {
 	// platform's limits give defaults).
 	//
 	// +optional
-	// +kubebuilder:validation:MaxProperties=8
-	// +kubebuilder:validation:XValidation:rule="self.all(k, k in ['configmaps', 'persistentvolumeclaims', 'replicationcontrollers', 'resourcequotas', 'secrets', 'services', 'services.loadbalancers', 'services.nodeports'])",message="takes only configmaps, persistentvolumeclaims, replicationcontrollers, resourcequotas, secrets, services, services.loadbalancers, services.nodeports",reason=FieldValueInvalid
-	// +kubebuilder:validation:XValidation:rule="!('configmaps' in self) || self['configmaps'] >= 1",message="configmaps must be at least 1 (the namespace holds ConfigMap kube-root-ca.crt, which every pod mounts)",reason=FieldValueInvalid
-	// +kubebuilder:validation:XValidation:rule="!('resourcequotas' in self) || self['resourcequotas'] >= 2",message="resourcequotas must be at least 2 (the namespace holds team-quota and team-objects)",reason=FieldValueInvalid
-	Objects map[string]ObjectCount `json:"objects,omitempty"`
+	Objects ObjectCounts `json:"objects,omitempty"`
 
 	// The request a container without one gets (LimitRange
 	// team-defaults); each defaults to its total divided by pods.
@@ -172,6 +189,75 @@ type TeamSpaceSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self.all(k, k.size() <= 253 && k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'))",message="keys must be label keys ([prefix/]name)",reason=FieldValueInvalid
 	// +kubebuilder:validation:XValidation:rule="self.all(k, self[k].matches('^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$'))",message="values must be label values (at most 63 letters, digits, '-', '_' or '.', beginning and ending with a letter or digit)",reason=FieldValueInvalid
 	NodeSelector map[string]LabelValue `json:"nodeSelector,omitempty"`
+
+	// More namespaces of the team besides team-<name>, at most 10 (the
+	// platform's limits may allow fewer, key maxNamespaces): each entry is
+	// namespace team-<name>--<entry name> with its own share of the
+	// team's totals: pods and cpu, and of memory, ephemeralStorage and
+	// objects where the spec sets them. team-<name> keeps the rest; a
+	// share of memory, ephemeralStorage or a count that an entry leaves
+	// out is an equal part of that rest, with team-<name>'s. The shares
+	// add up to less than the totals. Checked, not yet acted on: the
+	// namespaces come with a later release (issue #52).
+	//
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=10
+	Namespaces []NamespaceEntry `json:"namespaces,omitempty"`
+}
+
+// NamespaceEntry is one more namespace of the team and its share of the
+// team's totals.
+type NamespaceEntry struct {
+	// The namespace is team-<TeamSpace>--<name>: a DNS-1123 label without
+	// "--" (lower-case letters, digits and '-', beginning and ending with a
+	// letter or digit), at most 55 characters and, with the TeamSpace's
+	// name, at most 56.
+	//
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=55
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$') && !self.contains('--')",message="must be a DNS-1123 label (lower-case letters, digits and '-', beginning and ending with a letter or digit) without \"--\"",reason=FieldValueInvalid
+	Name string `json:"name"`
+
+	// Its share of spec.pods, 1..49.
+	//
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=49
+	Pods int32 `json:"pods"`
+
+	// Its share of spec.cpu, a positive quantity.
+	//
+	// +required
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="isQuantity(self) && sign(quantity(self)) > 0",message="must be a positive quantity such as \"500m\"",reason=FieldValueInvalid
+	CPU string `json:"cpu"`
+
+	// Its share of spec.memory, a positive quantity; only with spec.memory
+	// (unset: an equal part of the rest).
+	//
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="isQuantity(self) && sign(quantity(self)) > 0",message="must be a positive quantity such as \"512Mi\"",reason=FieldValueInvalid
+	Memory string `json:"memory,omitempty"`
+
+	// Its share of spec.ephemeralStorage, a positive quantity; only with
+	// spec.ephemeralStorage (unset: an equal part of the rest).
+	//
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="isQuantity(self) && sign(quantity(self)) > 0",message="must be a positive quantity such as \"1Gi\"",reason=FieldValueInvalid
+	EphemeralStorage string `json:"ephemeralStorage,omitempty"`
+
+	// Its share of counts of spec.objects, of kinds spec.objects counts (a
+	// kind left out: an equal part of the rest). The namespace's quota
+	// holds its share and what the namespace holds itself besides (one
+	// ConfigMap, kube-root-ca.crt, and two quotas), as team-<name>'s does.
+	//
+	// +optional
+	Objects ObjectShares `json:"objects,omitempty"`
 }
 
 // LabelValue is a label's value: at most 63 characters.
@@ -233,6 +319,22 @@ type ClassName string
 // +kubebuilder:validation:MaxLength=317
 // +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?/(\*|[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)$`
 type GatewayName string
+
+// ObjectCounts are how many objects of a kind a namespace may hold, by
+// quota name.
+//
+// +kubebuilder:validation:MaxProperties=8
+// +kubebuilder:validation:XValidation:rule="self.all(k, k in ['configmaps', 'persistentvolumeclaims', 'replicationcontrollers', 'resourcequotas', 'secrets', 'services', 'services.loadbalancers', 'services.nodeports'])",message="takes only configmaps, persistentvolumeclaims, replicationcontrollers, resourcequotas, secrets, services, services.loadbalancers, services.nodeports",reason=FieldValueInvalid
+// +kubebuilder:validation:XValidation:rule="!('configmaps' in self) || self['configmaps'] >= 1",message="configmaps must be at least 1 (the namespace holds ConfigMap kube-root-ca.crt, which every pod mounts)",reason=FieldValueInvalid
+// +kubebuilder:validation:XValidation:rule="!('resourcequotas' in self) || self['resourcequotas'] >= 2",message="resourcequotas must be at least 2 (the namespace holds team-quota and team-objects)",reason=FieldValueInvalid
+type ObjectCounts map[string]ObjectCount
+
+// ObjectShares are a namespace's shares of the team's object counts, by
+// quota name.
+//
+// +kubebuilder:validation:MaxProperties=8
+// +kubebuilder:validation:XValidation:rule="self.all(k, k in ['configmaps', 'persistentvolumeclaims', 'replicationcontrollers', 'resourcequotas', 'secrets', 'services', 'services.loadbalancers', 'services.nodeports'])",message="takes only configmaps, persistentvolumeclaims, replicationcontrollers, resourcequotas, secrets, services, services.loadbalancers, services.nodeports",reason=FieldValueInvalid
+type ObjectShares map[string]ObjectCount
 
 // ObjectCount is how many objects of one kind the namespace may hold,
 // 0..100000.
