@@ -16,7 +16,21 @@ import (
 // The team's several namespaces (spec.namespaces, issue #52). This first
 // step reads and checks the entries as the schema does, so that a spec
 // that bypassed validation is named; the namespaces themselves, their
-// children and team-<name>'s rest of the totals come next.
+// children and team-<name>'s rest of the totals come next. What is
+// decided, and what the next steps build on:
+//   - names: team-<name>--<entry>; neither a new TeamSpace's name nor an
+//     entry holds "--" or begins or ends with "-", so a name splits one
+//     way only. A TeamSpace named with "--" before the rule keeps working;
+//     its namespace may be another's entry, which that entry then finds
+//     taken (the per-entry conflict status the issue asks for).
+//   - shares: pods and cpu named by every entry; memory, ephemeral storage
+//     and each count where the spec sets the total, named or not (not
+//     named: an equal part of what the named shares leave, with
+//     team-<name>'s); the named add up to less than each total.
+//   - objects: every namespace holds a ConfigMap and both quotas itself;
+//     team-<name>'s come out of the total (as today), an extra
+//     namespace's on top of its share, so that the platform's default
+//     resourcequotas=2 leaves room for the team's namespaces.
 
 // NamespaceShare is one entry of spec.namespaces in canonical form: one
 // more namespace of the team (ExtraNamespaceName) and its share of the
