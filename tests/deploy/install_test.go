@@ -47,9 +47,20 @@ func pidOf(t *testing.T, file string) int {
 	return pid
 }
 
+// alive reports whether process pid runs: it is in the process table and
+// not a zombie (an orphan that exited and that PID 1, which on some hosts
+// takes its time, has not reaped yet: seen as a flake of
+// TestInstallUninstall's "left the old process running").
 func alive(pid int) bool {
-	_, err := os.Stat(fmt.Sprintf("/proc/%d", pid))
-	return err == nil
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// The state follows the command name, which is in parentheses and may
+	// hold spaces: "pid (comm) S ...".
+	s := string(stat)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
 }
 
 func httpOK(url string) error {
