@@ -630,3 +630,49 @@ func TestLimitsConfigBroken(t *testing.T) {
 		}
 	})
 }
+
+// withNamespaces is spec (within the shipped limits) with n entries of
+// spec.namespaces, each 1 pod and 10m of cpu.
+func withNamespaces(spec map[string]any, n int) map[string]any {
+	var entries []any
+	for i := range n {
+		entries = append(entries, map[string]any{"name": fmt.Sprintf("ns%d", i), "pods": 1, "cpu": "10m"})
+	}
+	return with(spec, "pods", 10, "cpu", "1", "namespaces", entries)
+}
+
+// TestMaxNamespaces (issue #52, item 4): with the shipped maxNamespaces of
+// 3 a requester's TeamSpace may ask for three namespaces besides
+// team-<name>, not four, refused naming the field, the limit and the key;
+// an exempt user is not held.
+func TestMaxNamespaces(t *testing.T) {
+	parallel(t)
+	s, user := limitsCast(t, "nss")
+	create := func(who []string, spec map[string]any) error {
+		_, err := kubectl(t, teamSpace("nss-probe-"+s, spec), append(who, "create", "--dry-run=server", "-f", "-")...)
+		return err
+	}
+	wantAccepted(t, "a requester's TeamSpace with 3 namespaces", create(as(user), withNamespaces(within(), 3)))
+	wantLimitRefusal(t, "a requester's TeamSpace with 4 namespaces", create(as(user), withNamespaces(within(), 4)),
+		"spec.namespaces: 4 namespaces besides team-nss-probe-"+s+" are above the platform limit of 3 (key maxNamespaces of "+limitsSource+")")
+	wantAccepted(t, "an exempt user's TeamSpace with 4 namespaces", create(as("platform-"+s, platformGroup), withNamespaces(within(), 4)))
+}
+
+// TestMaxNamespacesOptions: maxNamespaces empty bounds nothing but the
+// schema's 10; a value that is not a whole number refuses a requester,
+// naming the key.
+func TestMaxNamespacesOptions(t *testing.T) {
+	alone(t, changesLimits)
+	s, user := limitsCast(t, "nso")
+	t.Cleanup(func() { resetLimitsConfig(t) })
+	setLimit(t, "maxNamespaces", "")
+	var err error
+	if !eventually(10*time.Second, 100*time.Millisecond, func() bool {
+		_, err = kubectl(t, teamSpace("nso-probe-"+s, withNamespaces(within(), 5)), append(as(user), "create", "--dry-run=server", "-f", "-")...)
+		return err == nil
+	}) {
+		t.Errorf("maxNamespaces empty: a requester's TeamSpace with 5 namespaces: %v; want admitted", err)
+	}
+	setLimit(t, "maxNamespaces", "three")
+	settled(t, within(), `key maxNamespaces is "three", not a whole number`)
+}
