@@ -2,8 +2,8 @@ package teamspace
 
 import (
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/labhub/teamspace/hook/api/v1alpha1"
@@ -48,7 +48,7 @@ var ownedNamespaceAnnotations = func() []string {
 	for _, l := range allowLists {
 		keys = append(keys, AllowedAnnotationPrefix+l.annotation)
 	}
-	sort.Strings(keys)
+	slices.Sort(keys)
 	return keys
 }()
 
@@ -93,13 +93,8 @@ func checkAllowAndNodes(allow *v1alpha1.Allow, nodeSelector map[string]v1alpha1.
 			}
 		}
 	}
-	keys := make([]string, 0, len(nodeSelector))
-	for k := range nodeSelector {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	pairs := make([]string, 0, len(keys))
-	for _, k := range keys {
+	var pairs []string
+	for _, k := range slices.Sorted(maps.Keys(nodeSelector)) {
 		v := string(nodeSelector[k])
 		if errs := append(validation.IsQualifiedName(k), validation.IsValidLabelValue(v)...); len(errs) > 0 {
 			problems = append(problems, fmt.Sprintf("spec.nodeSelector.%s %q: %s", k, v, strings.Join(errs, "; ")))

@@ -36,11 +36,7 @@ var teamSpaces = schema.GroupVersionResource{Group: "platform.labhub.io", Versio
 func BenchmarkAdmission(b *testing.B) {
 	cp := controlplane.Need(b)
 	installCRD(b)
-	cfg, err := clientcmd.BuildConfigFromFlags("", cp.Kubeconfig)
-	if err != nil {
-		b.Fatal(err)
-	}
-	cfg.QPS, cfg.Burst = 1e6, 1e6 // the client's rate limiter must not be what is measured
+	cfg := benchConfig(b, cp.Kubeconfig)
 	dyn := dynamic.NewForConfigOrDie(cfg).Resource(teamSpaces)
 	// A requester, impersonated (the admin may impersonate).
 	requester := "bench-requester-" + suffix(b, 6)
@@ -125,6 +121,18 @@ func BenchmarkAdmission(b *testing.B) {
 			})
 		}
 	}
+}
+
+// benchConfig is the admin's client configuration for an admission
+// benchmark: the client's rate limiter must not be what is measured.
+func benchConfig(b testing.TB, kubeconfig string) *rest.Config {
+	b.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg.QPS, cfg.Burst = 1e6, 1e6
+	return cfg
 }
 
 // removeGuardrails deletes the policy if present and waits until the API

@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/labhub/teamspace/hook/teamspace"
 	"github.com/labhub/teamspace/tests/controlplane"
@@ -33,11 +32,7 @@ import (
 func BenchmarkPodAdmission(b *testing.B) {
 	cp := controlplane.Need(b)
 	installLimits(b)
-	cfg, err := clientcmd.BuildConfigFromFlags("", cp.Kubeconfig)
-	if err != nil {
-		b.Fatal(err)
-	}
-	cfg.QPS, cfg.Burst = 1e6, 1e6
+	cfg := benchConfig(b, cp.Kubeconfig)
 	s := suffix(b, 6)
 	owner := "bench-owner-" + s
 	// Two namespaces the policies take for teams': one as most teams have
