@@ -517,6 +517,21 @@ func TestAllowOneTeamMore(t *testing.T) {
 	}
 	wantRefusedBy(t, "the owner of another team: a pod of class system-cluster-critical", dryRunCreate(t, as(c.owner), c.ns, critical), "teamspace-classes",
 		"priority class system-cluster-critical is not one the pods of TeamSpace "+strings.TrimPrefix(c.ns, "team-"))
+	// What the policies read off the namespace is not the owners' to write.
+	for _, change := range [][]string{
+		{"annotate", "namespace", c.ns, teamspace.AllowedAnnotationPrefix + "priority-classes=system-cluster-critical"},
+		{"annotate", "namespace", ns, "--overwrite", teamspace.AllowedAnnotationPrefix + "priority-classes=system-node-critical"},
+		{"label", "namespace", ns, "--overwrite", teamspace.NodeSelectorLabel + "=true"},
+		{"label", "namespace", ns, teamspace.NetworkIsolationLabel + "-"},
+	} {
+		who := owner
+		if change[2] == c.ns {
+			who = c.owner
+		}
+		if _, err := kubectl(t, "", append(append(as(who), change...), "--dry-run=server")...); err == nil || !strings.Contains(err.Error(), "Forbidden") {
+			t.Errorf("an owner's kubectl %s: %v; want Forbidden", strings.Join(change, " "), err)
+		}
+	}
 
 	_, user := limitsCast(t, "more")
 	for field, value := range map[string]any{"allow": map[string]any{"storageClasses": []any{"fast-ssd"}}, "nodeSelector": map[string]any{"pool": "a"}} {
