@@ -40,6 +40,7 @@ var kstatusByReason = map[string]status.Status{
 	"RequesterAllowanceExceeded": status.FailedStatus,
 	"LimitsInvalid":              status.FailedStatus,
 	"OwnerReserved":              status.FailedStatus,
+	"NamespaceKept":              status.FailedStatus,
 }
 
 func kstatusOf(t *testing.T, obj map[string]any) *status.Result {

@@ -27,9 +27,19 @@ var childTypes = []*childType{
 	ownerBindingType,
 }
 
+// perNamespaceTypes are the types answered once per namespace of a team
+// (unit.go), onceTypes those answered once per TeamSpace; each in registry
+// order.
+var perNamespaceTypes, onceTypes []*childType
+
 func init() {
 	for _, t := range childTypes {
 		t.key = t.kind + "." + t.apiVersion
+		if t.once {
+			onceTypes = append(onceTypes, t)
+		} else {
+			perNamespaceTypes = append(perNamespaceTypes, t)
+		}
 	}
 }
 
@@ -43,11 +53,16 @@ type childType struct {
 	key        string
 	apiVersion string
 	kind       string
-	// name is the child's name for a TeamSpace; a namespaced child lives in
-	// the team namespace and is asked for only once that namespace is
-	// Active (creating it earlier fails and costs a retry with backoff).
-	name       func(teamspace string) string
+	// name is the child's name in a unit (one namespace of the TeamSpace,
+	// unit.go); a namespaced child lives in the unit's namespace and is
+	// asked for only once that namespace is Active (creating it earlier
+	// fails and costs a retry with backoff).
+	name       func(u *unit) string
 	namespaced bool
+	// once: one child per TeamSpace (the owners' ClusterRole and its
+	// binding), built from team-<name>'s unit; every other type is
+	// answered once per namespace of the team.
+	once bool
 	// after: the child is asked for only once the engine shows a child of
 	// that type, i.e. one the TeamSpace owns (the engine shows no other).
 	// The owners' ClusterRoleBinding waits for their ClusterRole, so that
@@ -62,11 +77,12 @@ type childType struct {
 
 	// newObject allocates an empty object of the type.
 	newObject func() object
-	// build is the child a valid spec asks for, nil if it asks for none
-	// (optional types only); observed is the live child or nil, for a type
-	// whose answer depends on it. Name, namespace and the TeamSpace label
-	// are set afterwards by the registry.
-	build func(teamspace string, spec Spec, observed *Object) object
+	// build is the child a unit of a valid spec asks for (its spec is the
+	// unit's part), nil if it asks for none (optional types only); observed
+	// is the live child or nil, for a type whose answer depends on it.
+	// Name, namespace and the TeamSpace label are set afterwards by the
+	// registry.
+	build func(u *unit, observed *Object) object
 	// decode reads an observed child's raw content fields into a new object;
 	// the metadata beyond labels is not needed.
 	decode func(o *Object) (object, error)
@@ -95,9 +111,9 @@ type childType struct {
 	outOfDateMessage func(ref string, observed, desired object) string
 	// keptWithout is the child to answer while the spec is invalid and none
 	// is observed; nil means none.
-	keptWithout func(teamspace string) object
-	// ready is the type's part of the Ready message.
-	ready func(teamspace string, spec Spec) string
+	keptWithout func(u *unit) object
+	// ready is the type's part of a unit's Ready message.
+	ready func(u *unit) string
 }
 
 // object is a typed child: any k8s.io/api object.
@@ -106,14 +122,14 @@ type object interface {
 	runtime.Object
 }
 
-// ref is how the engine keys the child of a TeamSpace: namespace/name for
-// a namespaced child of a cluster-scoped parent, else its name. Messages use
+// ref is how the engine keys the child of a unit: namespace/name for a
+// namespaced child of a cluster-scoped parent, else its name. Messages use
 // the same form.
-func (t *childType) ref(teamspace string) string {
+func (t *childType) ref(u *unit) string {
 	if t.namespaced {
-		return NamespaceName(teamspace) + "/" + t.name(teamspace)
+		return u.namespace + "/" + t.name(u)
 	}
-	return t.name(teamspace)
+	return t.name(u)
 }
 
 // childTypeKeys are the engine keys of the registry, each once, in
@@ -143,12 +159,12 @@ func childTypeByKey(key string) *childType {
 // explicitly: the engine would otherwise use the parent's, which is empty
 // for a cluster-scoped TeamSpace) and the TeamSpace label, kept beside the
 // labels the type sets itself.
-func (t *childType) withMeta(teamspace string, obj object) object {
-	obj.SetName(t.name(teamspace))
+func (t *childType) withMeta(u *unit, obj object) object {
+	obj.SetName(t.name(u))
 	if t.namespaced {
-		obj.SetNamespace(NamespaceName(teamspace))
+		obj.SetNamespace(u.namespace)
 	}
-	labels := map[string]string{TeamSpaceLabel: teamspace}
+	labels := map[string]string{TeamSpaceLabel: u.teamspace}
 	for k, v := range obj.GetLabels() {
 		if k != TeamSpaceLabel {
 			labels[k] = v
@@ -158,13 +174,13 @@ func (t *childType) withMeta(teamspace string, obj object) object {
 	return obj
 }
 
-// desired is the child a valid spec asks for, nil if none.
-func (t *childType) desired(teamspace string, spec Spec, observed *Object) object {
-	obj := t.build(teamspace, spec, observed)
+// desired is the child a unit of a valid spec asks for, nil if none.
+func (t *childType) desired(u *unit, observed *Object) object {
+	obj := t.build(u, observed)
 	if obj == nil {
 		return nil
 	}
-	return t.withMeta(teamspace, obj)
+	return t.withMeta(u, obj)
 }
 
 // matches reports whether an observed child holds what desired sets: every
@@ -192,12 +208,12 @@ func (t *childType) matches(desired object, o *Object) bool {
 // engine last applied it (its annotation), else as observed. Answering it
 // again, rather than leaving it out, is what stops the engine from deleting
 // it or weakening it. Nil when there is nothing to keep.
-func (t *childType) kept(teamspace string, o *Object) object {
+func (t *childType) kept(u *unit, o *Object) object {
 	if o == nil {
 		if t.keptWithout == nil {
 			return nil
 		}
-		return t.withMeta(teamspace, t.keptWithout(teamspace))
+		return t.withMeta(u, t.keptWithout(u))
 	}
 	source, err := t.decode(o)
 	if err != nil {
@@ -206,7 +222,7 @@ func (t *childType) kept(teamspace string, o *Object) object {
 	if applied := t.lastApplied(o); applied != nil {
 		source = applied
 	}
-	return t.withMeta(teamspace, t.content(source))
+	return t.withMeta(u, t.content(source))
 }
 
 // lastApplied decodes the child the engine last applied (its annotation);
@@ -250,11 +266,11 @@ func (t *childType) outOfDateMessageFor(ref string, o *Object, desired object) s
 }
 
 // keptName is how the invalid-spec message names a kept child.
-func (t *childType) keptName(teamspace string, kept object) string {
+func (t *childType) keptName(u *unit, kept object) string {
 	if t.describe != nil {
 		return t.noun + " " + t.describe(kept)
 	}
-	return t.kind + " " + t.name(teamspace)
+	return t.kind + " " + t.name(u)
 }
 
 // answer encodes a child for the engine: its typed fields as JSON values,

@@ -92,7 +92,7 @@ func TestChildTypesRoundTrip(t *testing.T) {
 		}
 		for _, ct := range childTypes {
 			t.Run(ct.kind+" "+raw, func(t *testing.T) {
-				desired := ct.desired("alpha", spec, nil)
+				desired := ct.desired(mainUnit("alpha", spec), nil)
 				if desired == nil {
 					if !ct.optional {
 						t.Fatalf("not optional, but the spec got none")
@@ -112,14 +112,14 @@ func TestChildTypesRoundTrip(t *testing.T) {
 				}
 				// The engine records what it applied in the annotation.
 				observed.Metadata.Annotations = map[string]string{LastAppliedAnnotation: string(answered)}
-				kept, err := json.Marshal(ct.answer(ct.kept("alpha", &observed)))
+				kept, err := json.Marshal(ct.answer(ct.kept(mainUnit("alpha", Spec{}), &observed)))
 				if err != nil {
 					t.Fatal(err)
 				}
 				if string(kept) != string(answered) {
 					t.Errorf("kept while invalid:\n%s\nwant what was applied:\n%s", kept, answered)
 				}
-				changed := ct.desired("alpha", other, nil)
+				changed := ct.desired(mainUnit("alpha", other), nil)
 				if changed == nil {
 					return
 				}
@@ -134,7 +134,7 @@ func TestChildTypesRoundTrip(t *testing.T) {
 					t.Fatal(err)
 				}
 				edited.Metadata.Annotations = observed.Metadata.Annotations
-				if kept, _ := json.Marshal(ct.answer(ct.kept("alpha", &edited))); string(kept) != string(answered) {
+				if kept, _ := json.Marshal(ct.answer(ct.kept(mainUnit("alpha", Spec{}), &edited))); string(kept) != string(answered) {
 					t.Errorf("kept after a hand edit:\n%s\nwant what was applied:\n%s", kept, answered)
 				}
 			})

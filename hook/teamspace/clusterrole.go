@@ -39,19 +39,20 @@ const (
 var ownerRoleType = &childType{
 	apiVersion:      rbacv1.SchemeGroupVersion.String(),
 	kind:            "ClusterRole",
-	name:            OwnerAccessName,
+	name:            func(u *unit) string { return OwnerAccessName(u.teamspace) },
+	once:            true,
 	optional:        true,
 	pendingReason:   ReasonClusterRolePending,
 	outOfDateReason: ReasonClusterRoleOutOfDate,
 	newObject:       func() object { return &rbacv1.ClusterRole{} },
-	build: func(teamspace string, spec Spec, _ *Object) object {
-		if len(spec.Owners) == 0 {
+	build: func(u *unit, _ *Object) object {
+		if len(u.spec.Owners) == 0 {
 			return nil
 		}
 		return &rbacv1.ClusterRole{Rules: []rbacv1.PolicyRule{{
 			APIGroups:     []string{Group},
 			Resources:     []string{"teamspaces"},
-			ResourceNames: []string{teamspace},
+			ResourceNames: []string{u.teamspace},
 			Verbs:         OwnerVerbs,
 		}}}
 	},
@@ -63,9 +64,9 @@ var ownerRoleType = &childType{
 	content: func(obj object) object {
 		return &rbacv1.ClusterRole{Rules: obj.(*rbacv1.ClusterRole).Rules}
 	},
-	ready: func(teamspace string, spec Spec) string {
-		if len(spec.Owners) > 0 {
-			return fmt.Sprintf(", owners may read TeamSpace %s and change its owners (ClusterRole %s)", teamspace, OwnerAccessName(teamspace))
+	ready: func(u *unit) string {
+		if len(u.spec.Owners) > 0 {
+			return fmt.Sprintf(", owners may read TeamSpace %s and change its owners (ClusterRole %s)", u.teamspace, OwnerAccessName(u.teamspace))
 		}
 		return ""
 	},
@@ -82,7 +83,7 @@ func (r *Request) ownerRoleConflict(spec Spec) (string, bool) {
 	if len(spec.Owners) == 0 {
 		return "", false
 	}
-	foreign, holder := r.foreign(ownerRoleType)
+	foreign, holder := r.foreign(ownerRoleType, r.teamUnit())
 	if foreign == nil {
 		return "", false
 	}

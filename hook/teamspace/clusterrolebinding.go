@@ -14,19 +14,20 @@ const (
 var ownerBindingType = &childType{
 	apiVersion:      rbacv1.SchemeGroupVersion.String(),
 	kind:            "ClusterRoleBinding",
-	name:            OwnerAccessName,
+	name:            func(u *unit) string { return OwnerAccessName(u.teamspace) },
+	once:            true,
 	after:           ownerRoleType,
 	optional:        true,
 	pendingReason:   ReasonClusterRoleBindingPending,
 	outOfDateReason: ReasonClusterRoleBindingOutOfDate,
 	newObject:       func() object { return &rbacv1.ClusterRoleBinding{} },
-	build: func(teamspace string, spec Spec, observed *Object) object {
-		if len(spec.Owners) == 0 {
+	build: func(u *unit, _ *Object) object {
+		if len(u.spec.Owners) == 0 {
 			return nil
 		}
 		return &rbacv1.ClusterRoleBinding{
-			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: OwnerAccessName(teamspace)},
-			Subjects: ownerSubjects(spec.Owners),
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: OwnerAccessName(u.teamspace)},
+			Subjects: ownerSubjects(u.spec.Owners),
 		}
 	},
 	decode: func(o *Object) (object, error) {
@@ -42,5 +43,5 @@ var ownerBindingType = &childType{
 		b := obj.(*rbacv1.ClusterRoleBinding)
 		return &rbacv1.ClusterRoleBinding{RoleRef: b.RoleRef, Subjects: byNameOrder(b.Subjects)}
 	},
-	ready: func(string, Spec) string { return "" },
+	ready: func(*unit) string { return "" },
 }

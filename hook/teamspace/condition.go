@@ -25,6 +25,7 @@ const (
 var stalledReasons = []string{
 	ReasonInvalidSpec, ReasonNamespaceConflict, ReasonClusterRoleConflict,
 	ReasonAllowanceExceeded, ReasonLimitsInvalid, ReasonOwnerReserved,
+	ReasonNamespaceKept,
 }
 
 // Reasons of the Ready condition that are not one child type's; each type

@@ -1,12 +1,16 @@
 package teamspace
 
 import (
+	"encoding/json"
+	"slices"
+
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // Customize asks the engine to show, as related objects, namespace
-// team-<name> and ClusterRole teamspace-owner-<name> whoever owns them: a
+// team-<name> (and each entry's of spec.namespaces) and ClusterRole teamspace-owner-<name> whoever owns them: a
 // TeamSpace then says so when someone else holds either name
 // (NamespaceConflict, ClusterRoleConflict) instead of waiting in silence.
 // A TeamSpace whose requester is counted (RequesterLabel) also sees the
@@ -18,7 +22,7 @@ func Customize(r *Request) *CustomizeResponse {
 	rules := []RelatedResourceRule{{
 		APIVersion: "v1",
 		Resource:   "namespaces",
-		Names:      []string{NamespaceName(name)},
+		Names:      append([]string{NamespaceName(name)}, r.entryNamespaces()...),
 	}, {
 		APIVersion: rbacv1.SchemeGroupVersion.String(),
 		Resource:   "clusterroles",
@@ -37,4 +41,25 @@ func Customize(r *Request) *CustomizeResponse {
 		})
 	}
 	return &CustomizeResponse{RelatedResources: rules}
+}
+
+// entryNamespaces are the namespaces spec.namespaces names, read leniently
+// (the spec may be invalid): every entry whose name makes a DNS label.
+func (r *Request) entryNamespaces() []string {
+	var spec struct {
+		Namespaces []struct {
+			Name string `json:"name"`
+		} `json:"namespaces"`
+	}
+	if json.Unmarshal(r.Parent.Spec, &spec) != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range spec.Namespaces {
+		n := ExtraNamespaceName(r.Parent.Metadata.Name, e.Name)
+		if e.Name != "" && len(validation.IsDNS1123Label(n)) == 0 && !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
 }

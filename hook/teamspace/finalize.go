@@ -73,22 +73,25 @@ func Finalize(r *Request, record string) *Response {
 	return resp
 }
 
-// remainingChildren describes the observed children in a fixed order.
+// remainingChildren describes the observed children in a fixed order: the
+// namespaces first, team-<name>'s before the others.
 func (r *Request) remainingChildren() []string {
 	var out []string
-	if ns := r.observedNamespace(); ns != nil {
-		state := "Active"
-		if isTerminating(ns) {
-			state = "Terminating"
+	for _, u := range r.observedUnits() {
+		if ns := r.observed(namespaceType, u); ns != nil {
+			state := "Active"
+			if isTerminating(ns) {
+				state = "Terminating"
+			}
+			out = append(out, fmt.Sprintf("namespace %s (%s)", ns.Metadata.Name, state))
 		}
-		out = append(out, fmt.Sprintf("namespace %s (%s)", ns.Metadata.Name, state))
 	}
 	for _, k := range childTypeKeys() {
+		if k == namespaceType.key {
+			continue
+		}
 		t := childTypeByKey(k)
 		for _, key := range sortedKeys(r.Children[k]) {
-			if t == namespaceType && key == NamespaceName(r.Parent.Metadata.Name) {
-				continue
-			}
 			out = append(out, fmt.Sprintf("%s %s", t.kind, key))
 		}
 	}

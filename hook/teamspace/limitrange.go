@@ -38,7 +38,7 @@ func parseDefaults(defaults *v1alpha1.Defaults, spec *Spec) []string {
 		if err != nil {
 			problems = append(problems, "spec.defaults.cpu "+err.Error())
 		}
-		spec.DefaultRequestCPU = c
+		spec.DefaultRequestCPU, spec.cpuDefault = c, c
 	}
 	if spec.Memory == "" {
 		if d.Memory != nil {
@@ -53,7 +53,7 @@ func parseDefaults(defaults *v1alpha1.Defaults, spec *Spec) []string {
 		if err != nil {
 			problems = append(problems, "spec.defaults.memory "+err.Error())
 		}
-		spec.DefaultRequestMemory = m
+		spec.DefaultRequestMemory, spec.memoryDefault = m, m
 	}
 	return problems
 }
@@ -97,12 +97,13 @@ func overrideWithin(s string, total resource.Quantity, totalField string) (strin
 var limitRangeType = &childType{
 	apiVersion:      "v1",
 	kind:            "LimitRange",
-	name:            func(string) string { return LimitRangeName },
+	name:            func(*unit) string { return LimitRangeName },
 	namespaced:      true,
 	pendingReason:   ReasonLimitRangePending,
 	outOfDateReason: ReasonLimitRangeOutOfDate,
 	newObject:       func() object { return &corev1.LimitRange{} },
-	build: func(_ string, spec Spec, _ *Object) object {
+	build: func(u *unit, _ *Object) object {
+		spec := u.spec
 		req := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(spec.DefaultRequestCPU)}
 		if spec.DefaultRequestMemory != "" {
 			req[corev1.ResourceMemory] = resource.MustParse(spec.DefaultRequestMemory)
@@ -129,7 +130,8 @@ var limitRangeType = &childType{
 	content: func(obj object) object {
 		return &corev1.LimitRange{Spec: corev1.LimitRangeSpec{Limits: obj.(*corev1.LimitRange).Spec.Limits}}
 	},
-	ready: func(_ string, spec Spec) string {
+	ready: func(u *unit) string {
+		spec := u.spec
 		req := ", default request cpu=" + spec.DefaultRequestCPU
 		if spec.DefaultRequestMemory != "" {
 			req += ", memory=" + spec.DefaultRequestMemory

@@ -45,6 +45,9 @@ const (
 	// ReasonNamespaceOutOfDate: the namespace's labels (Pod Security)
 	// differ from the spec.
 	ReasonNamespaceOutOfDate = "NamespaceOutOfDate"
+	// ReasonNamespaceKept: an extra namespace whose entry was removed from
+	// spec.namespaces is kept with everything in it (sync.go keepUnasked).
+	ReasonNamespaceKept = "NamespaceKept"
 )
 
 // namespaceType is namespace team-<name>, labelled with its TeamSpace and
@@ -53,11 +56,12 @@ const (
 var namespaceType = &childType{
 	apiVersion:      "v1",
 	kind:            "Namespace",
-	name:            NamespaceName,
+	name:            func(u *unit) string { return u.namespace },
 	pendingReason:   ReasonNamespacePending,
 	outOfDateReason: ReasonNamespaceOutOfDate,
 	newObject:       func() object { return &corev1.Namespace{} },
-	build: func(_ string, spec Spec, _ *Object) object {
+	build: func(u *unit, _ *Object) object {
+		spec := u.spec
 		ns := namespaceEnforcing(spec.PodSecurity)
 		if spec.NetworkIsolation {
 			ns.Labels[NetworkIsolationLabel] = "true"
@@ -93,9 +97,9 @@ var namespaceType = &childType{
 		return msg
 	},
 	// Without an observed namespace an invalid spec gets the default one.
-	keptWithout: func(string) object { return namespaceEnforcing(DefaultPodSecurity) },
-	ready: func(teamspace string, spec Spec) string {
-		return fmt.Sprintf("namespace %s is Active (pod security %s)", NamespaceName(teamspace), spec.PodSecurity)
+	keptWithout: func(*unit) object { return namespaceEnforcing(DefaultPodSecurity) },
+	ready: func(u *unit) string {
+		return fmt.Sprintf("namespace %s is Active (pod security %s)", u.namespace, u.spec.PodSecurity)
 	},
 }
 
@@ -108,22 +112,24 @@ func namespaceEnforcing(level string) *corev1.Namespace {
 
 // observedNamespace is the TeamSpace's namespace as the engine shows it
 // among the children, nil if none.
-func (r *Request) observedNamespace() *Object { return r.observed(namespaceType) }
+func (r *Request) observedNamespace() *Object { return r.observed(namespaceType, r.teamUnit()) }
 
-// namespaceConflict says who holds namespace team-<name> when the engine
+// namespaceConflict says who holds a unit's namespace when the engine
 // shows it only as a related object (the customize hook asks for it by name)
 // and another owner controls it: the engine never adopts it, and without
 // this the TeamSpace would wait in silence.
-func (r *Request) namespaceConflict() (string, bool) {
-	foreign, holder := r.foreign(namespaceType)
+func (r *Request) namespaceConflict(u *unit) (string, bool) {
+	foreign, holder := r.foreign(namespaceType, u)
 	if foreign == nil {
 		return "", false
 	}
-	nsName := NamespaceName(r.Parent.Metadata.Name)
 	if isTerminating(foreign) {
-		return fmt.Sprintf("namespace %s %s and is still terminating; this TeamSpace gets its namespace once it is gone", nsName, holder), true
+		return fmt.Sprintf("namespace %s %s and is still terminating; this TeamSpace gets its namespace once it is gone", u.namespace, holder), true
 	}
-	return fmt.Sprintf("namespace %s already exists and %s; it is never adopted: delete it, or use another TeamSpace name", nsName, holder), true
+	if u.entry != "" {
+		return fmt.Sprintf("namespace %s already exists and %s; it is never adopted: delete it, or rename the entry", u.namespace, holder), true
+	}
+	return fmt.Sprintf("namespace %s already exists and %s; it is never adopted: delete it, or use another TeamSpace name", u.namespace, holder), true
 }
 
 // namespaceState is where the observed namespace is in its life: the one
@@ -143,8 +149,8 @@ const (
 	namespaceActive
 )
 
-func (r *Request) namespaceState() namespaceState {
-	ns := r.observedNamespace()
+func (r *Request) namespaceState(u *unit) namespaceState {
+	ns := r.observed(namespaceType, u)
 	switch {
 	case ns == nil:
 		return namespaceMissing
@@ -156,13 +162,13 @@ func (r *Request) namespaceState() namespaceState {
 	return namespaceActive
 }
 
-// namespaceNotReady says why the TeamSpace cannot be Ready for its
+// namespaceNotReady says why the TeamSpace cannot be Ready for a unit's
 // namespace: it is missing, terminating or not Active. ok is false when
 // the namespace is Active.
-func (r *Request) namespaceNotReady() (reason, message string, ok bool) {
+func (r *Request) namespaceNotReady(u *unit) (reason, message string, ok bool) {
 	name := r.Parent.Metadata.Name
-	nsName := NamespaceName(name)
-	switch r.namespaceState() {
+	nsName := u.namespace
+	switch r.namespaceState(u) {
 	case namespaceMissing:
 		// The hook cannot see why a create fails (the engine writes this
 		// status after a failed child write, without the error), but the
@@ -174,7 +180,7 @@ func (r *Request) namespaceNotReady() (reason, message string, ok bool) {
 	case namespaceTerminating:
 		return ReasonNamespaceTerminating, fmt.Sprintf("namespace %s is terminating; it is created again once it is gone", nsName), true
 	case namespaceNotActive:
-		return ReasonNamespaceNotActive, fmt.Sprintf("namespace %s is in phase %q, want Active", nsName, r.observedNamespace().Status.Phase), true
+		return ReasonNamespaceNotActive, fmt.Sprintf("namespace %s is in phase %q, want Active", nsName, r.observed(namespaceType, u).Status.Phase), true
 	}
 	return "", "", false
 }

@@ -13,16 +13,15 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
-// The team's several namespaces (spec.namespaces, issue #52). This first
-// step reads and checks the entries as the schema does, so that a spec
-// that bypassed validation is named; the namespaces themselves, their
-// children and team-<name>'s rest of the totals come next. What is
-// decided, and what the next steps build on:
+// The team's several namespaces (spec.namespaces, issue #52): this file
+// reads and checks the entries as the schema does, so that a spec that
+// bypassed validation is named; unit.go divides the totals among the
+// namespaces and Sync answers each (sync.go). What is decided:
 //   - names: team-<name>--<entry>; neither a new TeamSpace's name nor an
 //     entry holds "--" or begins or ends with "-", so a name splits one
 //     way only. A TeamSpace named with "--" before the rule keeps working;
 //     its namespace may be another's entry, which that entry then finds
-//     taken (the per-entry conflict status the issue asks for).
+//     taken (NamespaceConflict, the other namespaces are made).
 //   - shares: pods and cpu named by every entry; memory, ephemeral storage
 //     and each count where the spec sets the total, named or not (not
 //     named: an equal part of what the named shares leave, with

@@ -1,6 +1,7 @@
 package teamspace
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -22,22 +23,30 @@ const (
 var networkPolicyType = &childType{
 	apiVersion:      networkingv1.SchemeGroupVersion.String(),
 	kind:            "NetworkPolicy",
-	name:            func(string) string { return NetworkPolicyName },
+	name:            func(*unit) string { return NetworkPolicyName },
 	namespaced:      true,
 	optional:        true,
 	pendingReason:   ReasonNetworkPolicyPending,
 	outOfDateReason: ReasonNetworkPolicyOutOfDate,
 	newObject:       func() object { return &networkingv1.NetworkPolicy{} },
-	build: func(_ string, spec Spec, _ *Object) object {
-		if !spec.NetworkIsolation {
+	build: func(u *unit, _ *Object) object {
+		if !u.spec.NetworkIsolation {
 			return nil
+		}
+		from := []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{}}}
+		// The team's other namespaces, by the name label the API server
+		// sets on every namespace and nobody can change: a label of the
+		// platform's own could be written on a namespace by whoever may
+		// create one.
+		if others := u.otherTeamNamespaces(); len(others) > 0 {
+			from = append(from, networkingv1.NetworkPolicyPeer{NamespaceSelector: &metav1.LabelSelector{
+				MatchExpressions: []metav1.LabelSelectorRequirement{{Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpIn, Values: others}},
+			}})
 		}
 		return &networkingv1.NetworkPolicy{Spec: networkingv1.NetworkPolicySpec{
 			PodSelector: metav1.LabelSelector{},
 			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
-			Ingress: []networkingv1.NetworkPolicyIngressRule{{
-				From: []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{}}},
-			}},
+			Ingress:     []networkingv1.NetworkPolicyIngressRule{{From: from}},
 		}}
 	},
 	decode: func(o *Object) (object, error) {
@@ -50,10 +59,13 @@ var networkPolicyType = &childType{
 		s := obj.(*networkingv1.NetworkPolicy).Spec
 		return &networkingv1.NetworkPolicy{Spec: networkingv1.NetworkPolicySpec{PodSelector: s.PodSelector, PolicyTypes: s.PolicyTypes, Ingress: s.Ingress}}
 	},
-	ready: func(_ string, spec Spec) string {
-		if spec.NetworkIsolation {
-			return ", ingress only from the namespace"
+	ready: func(u *unit) string {
+		switch {
+		case !u.spec.NetworkIsolation:
+			return ""
+		case len(u.spec.Namespaces) > 0:
+			return ", ingress only from the team's namespaces"
 		}
-		return ""
+		return ", ingress only from the namespace"
 	},
 }

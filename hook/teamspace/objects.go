@@ -148,14 +148,14 @@ func describeObjectsHard(hard corev1.ResourceList) string {
 var objectsQuotaType = &childType{
 	apiVersion:      "v1",
 	kind:            "ResourceQuota",
-	name:            func(string) string { return ObjectsQuotaName },
+	name:            func(*unit) string { return ObjectsQuotaName },
 	namespaced:      true,
 	optional:        true,
 	pendingReason:   ReasonQuotaPending,
 	outOfDateReason: ReasonQuotaOutOfDate,
 	newObject:       func() object { return &corev1.ResourceQuota{} },
-	build: func(_ string, spec Spec, _ *Object) object {
-		hard := objectsHard(spec)
+	build: func(u *unit, _ *Object) object {
+		hard := objectsHard(u.spec)
 		if hard == nil {
 			return nil
 		}
@@ -165,8 +165,8 @@ var objectsQuotaType = &childType{
 	content:  ownedHard(objectsHardKeys),
 	describe: func(obj object) string { return describeObjectsHard(obj.(*corev1.ResourceQuota).Spec.Hard) },
 	noun:     "quota",
-	ready: func(_ string, spec Spec) string {
-		if hard := objectsHard(spec); hard != nil {
+	ready: func(u *unit) string {
+		if hard := objectsHard(u.spec); hard != nil {
 			return " and " + describeObjectsHard(hard)
 		}
 		return ""

@@ -26,7 +26,7 @@ var hardKeys = []corev1.ResourceName{corev1.ResourcePods, corev1.ResourceRequest
 var quotaType = &childType{
 	apiVersion:      "v1",
 	kind:            "ResourceQuota",
-	name:            func(string) string { return QuotaName },
+	name:            func(*unit) string { return QuotaName },
 	namespaced:      true,
 	pendingReason:   ReasonQuotaPending,
 	outOfDateReason: ReasonQuotaOutOfDate,
@@ -35,8 +35,8 @@ var quotaType = &childType{
 	// the engine adds the label with its next write of the quota.
 	labelsIgnored: true,
 	newObject:     func() object { return &corev1.ResourceQuota{} },
-	build: func(_ string, spec Spec, _ *Object) object {
-		return &corev1.ResourceQuota{Spec: corev1.ResourceQuotaSpec{Hard: specHard(spec)}}
+	build: func(u *unit, _ *Object) object {
+		return &corev1.ResourceQuota{Spec: corev1.ResourceQuotaSpec{Hard: specHard(u.spec)}}
 	},
 	decode: func(o *Object) (object, error) {
 		q := &corev1.ResourceQuota{}
@@ -46,8 +46,8 @@ var quotaType = &childType{
 	content:  ownedHard(hardKeys),
 	describe: func(obj object) string { return describeHard(obj.(*corev1.ResourceQuota).Spec.Hard) },
 	noun:     "quota",
-	ready: func(_ string, spec Spec) string {
-		return " with quota " + describeHard(specHard(spec))
+	ready: func(u *unit) string {
+		return " with quota " + describeHard(specHard(u.spec))
 	},
 }
 

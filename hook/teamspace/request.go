@@ -110,22 +110,27 @@ type ManagedFieldsTime struct {
 // NamespaceName is the namespace a TeamSpace gets.
 func NamespaceName(teamspace string) string { return NamespacePrefix + teamspace }
 
-// observed is the child of type t the engine shows for this TeamSpace (nil
-// if none). A request recorded before the controller declared a child type
-// has no key for it: that is the same as none observed.
-func (r *Request) observed(t *childType) *Object {
-	return r.Children[t.key][t.ref(r.Parent.Metadata.Name)]
+// observed is the child of type t in unit u the engine shows for this
+// TeamSpace (nil if none). A request recorded before the controller
+// declared a child type has no key for it: that is the same as none
+// observed.
+func (r *Request) observed(t *childType, u *unit) *Object {
+	return r.Children[t.key][t.ref(u)]
 }
 
+// teamUnit is team-<name> without a spec: for what depends on names only.
+func (r *Request) teamUnit() *unit { return mainUnit(r.Parent.Metadata.Name, Spec{}) }
+
 // foreign is the object of type t with the name of this TeamSpace's child
-// that the engine shows only as a related object (the customize hook asks
-// for it by name) because another owner holds it, and who that is; nil when
-// there is none or it is the TeamSpace's own. The engine never adopts it.
-func (r *Request) foreign(t *childType) (*Object, string) {
-	if r.observed(t) != nil {
+// in unit u that the engine shows only as a related object (the customize
+// hook asks for it by name) because another owner holds it, and who that
+// is; nil when there is none or it is the TeamSpace's own. The engine
+// never adopts it.
+func (r *Request) foreign(t *childType, u *unit) (*Object, string) {
+	if r.observed(t, u) != nil {
 		return nil, ""
 	}
-	o := r.Related[t.key][t.ref(r.Parent.Metadata.Name)]
+	o := r.Related[t.key][t.ref(u)]
 	if o == nil || ownedBy(o, string(r.Parent.Metadata.UID)) {
 		return nil, ""
 	}

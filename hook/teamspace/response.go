@@ -48,7 +48,11 @@ func newResponse(r *Request) *Response {
 	if ns := r.observedNamespace(); ns != nil {
 		resp.Status.Namespace = ns.Metadata.Name
 	}
-	resp.Status.Usage = quotaUsage(r.observed(quotaType))
+	var quotas []*Object
+	for _, u := range r.observedUnits() {
+		quotas = append(quotas, r.observed(quotaType, u))
+	}
+	resp.Status.Usage = quotaUsage(quotas...)
 	return resp
 }
 

@@ -117,19 +117,19 @@ func withoutReserved(owners []Owner) ([]Owner, []string) {
 var roleBindingType = &childType{
 	apiVersion:      rbacv1.SchemeGroupVersion.String(),
 	kind:            "RoleBinding",
-	name:            func(string) string { return RoleBindingName },
+	name:            func(*unit) string { return RoleBindingName },
 	namespaced:      true,
 	optional:        true,
 	pendingReason:   ReasonRoleBindingPending,
 	outOfDateReason: ReasonRoleBindingOutOfDate,
 	newObject:       func() object { return &rbacv1.RoleBinding{} },
-	build: func(_ string, spec Spec, observed *Object) object {
-		if len(spec.Owners) == 0 {
+	build: func(u *unit, _ *Object) object {
+		if len(u.spec.Owners) == 0 {
 			return nil
 		}
 		return &rbacv1.RoleBinding{
 			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: OwnerRole},
-			Subjects: ownerSubjects(spec.Owners),
+			Subjects: ownerSubjects(u.spec.Owners),
 		}
 	},
 	decode: func(o *Object) (object, error) {
@@ -145,8 +145,8 @@ var roleBindingType = &childType{
 		rb := obj.(*rbacv1.RoleBinding)
 		return &rbacv1.RoleBinding{RoleRef: rb.RoleRef, Subjects: byNameOrder(rb.Subjects)}
 	},
-	ready: func(_ string, spec Spec) string {
-		if n := len(spec.Owners); n > 0 {
+	ready: func(u *unit) string {
+		if n := len(u.spec.Owners); n > 0 {
 			return fmt.Sprintf(", %d owner(s) bound to ClusterRole %s", n, OwnerRole)
 		}
 		return ""

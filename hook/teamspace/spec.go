@@ -60,6 +60,9 @@ type Spec struct {
 	// Namespaces are spec.namespaces' shares (namespaces.go), nil when it
 	// is unset or empty.
 	Namespaces []NamespaceShare
+	// cpuDefault and memoryDefault are spec.defaults' values ("" unset),
+	// which apply in every namespace whose share they fit (unit.go).
+	cpuDefault, memoryDefault string
 }
 
 // SpecError lists everything wrong with a spec, each problem naming its field.

@@ -76,15 +76,19 @@ func TestParseSpec(t *testing.T) {
 		{name: "unknown fields ignored", raw: `{"pods":2,"extra":true}`, want: seed("2", "1", "500m")},
 		{name: "default request rounded down", raw: `{"pods":3,"cpu":"1"}`, want: seed("3", "1", "333m")},
 		{name: "default request at least 1m", raw: `{"pods":50,"cpu":"10m"}`, want: seed("50", "10m", "1m")},
-		{name: "defaults.cpu overrides", raw: `{"pods":4,"cpu":"2","defaults":{"cpu":"0.1"}}`, want: seed("4", "2", "100m")},
-		{name: "defaults.cpu equal to cpu", raw: `{"pods":4,"cpu":"2","defaults":{"cpu":"2000m"}}`, want: seed("4", "2", "2")},
+		{name: "defaults.cpu overrides", raw: `{"pods":4,"cpu":"2","defaults":{"cpu":"0.1"}}`, want: func() Spec { s := seed("4", "2", "100m"); s.cpuDefault = "100m"; return s }()},
+		{name: "defaults.cpu equal to cpu", raw: `{"pods":4,"cpu":"2","defaults":{"cpu":"2000m"}}`, want: func() Spec { s := seed("4", "2", "2"); s.cpuDefault = "2"; return s }()},
 		{name: "memory", raw: `{"pods":4,"memory":"2Gi"}`, want: func() Spec { s := seed("4", "1", "250m"); s.Memory, s.DefaultRequestMemory = "2Gi", "512Mi"; return s }()},
 		{name: "memory decimal rounded down to a byte", raw: `{"pods":3,"memory":"1G"}`, want: func() Spec {
 			s := seed("3", "1", "333m")
 			s.Memory, s.DefaultRequestMemory = "1G", "333333333"
 			return s
 		}()},
-		{name: "defaults.memory", raw: `{"pods":4,"memory":"2Gi","defaults":{"memory":"256Mi"}}`, want: func() Spec { s := seed("4", "1", "250m"); s.Memory, s.DefaultRequestMemory = "2Gi", "256Mi"; return s }()},
+		{name: "defaults.memory", raw: `{"pods":4,"memory":"2Gi","defaults":{"memory":"256Mi"}}`, want: func() Spec {
+			s := seed("4", "1", "250m")
+			s.Memory, s.DefaultRequestMemory, s.memoryDefault = "2Gi", "256Mi", "256Mi"
+			return s
+		}()},
 		{name: "owners", raw: `{"pods":1,"owners":[{"kind":"User","name":"ann"},{"kind":"Group","name":"devs"},{"kind":"ServiceAccount","name":"ci","namespace":"tools"}]}`,
 			want: func() Spec {
 				s := seed("1", "1", "1")

@@ -21,7 +21,7 @@ func Sync(r *Request) *Response {
 	resp := newResponse(r)
 	resp.ResyncAfterSeconds = ResyncSeconds(string(r.Parent.Metadata.UID))
 
-	if msg, conflict := r.namespaceConflict(); conflict {
+	if msg, conflict := r.namespaceConflict(r.teamUnit()); conflict {
 		resp.setReady(r, metav1.ConditionFalse, ReasonNamespaceConflict, msg)
 		return resp
 	}
@@ -38,61 +38,106 @@ func Sync(r *Request) *Response {
 		return syncOverAllowance(r, resp, reason, msg)
 	}
 
-	state := r.namespaceState()
-	insideAllowed := state != namespaceMissing && state != namespaceTerminating
+	// Each namespace of the team, then what the TeamSpace has once. An
+	// extra namespace someone else holds gets nothing of the team's.
+	var answered []*unit
 	var wanted []wantedChild
-	for _, t := range childTypes {
-		o := r.observed(t)
-		obj := t.desired(name, spec, o)
-		if obj == nil {
+	var conflicts []string
+	all := units(name, spec)
+	unasked := r.unaskedUnits(all)
+	r.reserve(all[0], unasked, spec)
+	for _, u := range all {
+		if msg, conflict := r.namespaceConflict(u); conflict {
+			conflicts = append(conflicts, msg)
 			continue
 		}
-		answer, strangers := t.strangersOf(t.answer(obj), obj, o)
-		wanted = append(wanted, wantedChild{t, obj, o, strangers})
-		if (!t.namespaced || insideAllowed) && (t.after == nil || r.observed(t.after) != nil) {
-			resp.Children = append(resp.Children, answer)
-		}
+		answered = append(answered, u)
+		wanted = r.answerUnit(resp, u, perNamespaceTypes, wanted)
 	}
-	if msg, creating := r.creating(wanted); creating {
+	wanted = r.answerUnit(resp, answered[0], onceTypes, wanted)
+	kept := r.keepUnasked(resp, unasked)
+
+	if msg, creating := r.creating(answered, wanted); creating {
 		// The namespace is named once what it holds is there, not while
 		// it is empty: the status stays the same through both syncs.
 		resp.Status.Namespace = ""
 		resp.setReady(r, metav1.ConditionFalse, ReasonCreating, msg)
 		return resp
 	}
-	if reason, msg, notReady := r.namespaceNotReady(); notReady {
-		resp.setReady(r, metav1.ConditionFalse, reason, msg)
-		return resp
+	for _, u := range answered {
+		if reason, msg, notReady := r.namespaceNotReady(u); notReady {
+			resp.setReady(r, metav1.ConditionFalse, reason, msg)
+			return resp
+		}
 	}
 	if msg, conflict := r.ownerRoleConflict(spec); conflict {
 		resp.setReady(r, metav1.ConditionFalse, ReasonClusterRoleConflict, msg)
 		return resp
 	}
-	if reason, problems := r.childProblems(spec, wanted); len(problems) > 0 {
+	if reason, problems := r.childProblems(answered, wanted); len(problems) > 0 {
 		resp.setReady(r, metav1.ConditionFalse, reason, strings.Join(problems, "; "))
 		return resp
 	}
+	// What a person must act on, after everything that is being made:
+	// the rest is as asked.
+	var reason string
+	var held []string
+	hold := func(rsn string, what ...string) {
+		if len(what) > 0 && reason == "" {
+			reason = rsn
+		}
+		held = append(held, what...)
+	}
+	hold(ReasonNamespaceConflict, conflicts...)
+	hold(ReasonNamespaceKept, kept...)
 	if len(spec.ReservedOwners) > 0 {
-		resp.setReady(r, metav1.ConditionFalse, ReasonOwnerReserved, fmt.Sprintf(
-			"not bound, reserved: %s; everything else is as asked: %s", strings.Join(spec.ReservedOwners, "; "), readyMessage(name, spec)))
+		hold(ReasonOwnerReserved, "not bound, reserved: "+strings.Join(spec.ReservedOwners, "; "))
+	}
+	if reason != "" {
+		resp.setReady(r, metav1.ConditionFalse, reason, fmt.Sprintf(
+			"%s; everything else is as asked: %s", strings.Join(held, "; "), readyMessage(answered)))
 		return resp
 	}
-	resp.setReady(r, metav1.ConditionTrue, ReasonReady, readyMessage(name, spec))
+	resp.setReady(r, metav1.ConditionTrue, ReasonReady, readyMessage(answered))
 	return resp
 }
 
-// creating says what a TeamSpace is creating when its namespace is missing,
-// or Active and as desired, and none of the children inside it exist. A new
-// TeamSpace is in that state for its first two syncs, before the engine has
-// created its namespace and once it has; both answer this one status, so
-// that the engine writes it once, not twice (BENCHMARKS.md §5). The
-// message depends on the spec only, for the same reason.
-func (r *Request) creating(wanted []wantedChild) (string, bool) {
-	if s := r.namespaceState(); s != namespaceMissing && s != namespaceActive {
-		return "", false
+// answerUnit adds to the answer the children of types that unit u asks
+// for and returns wanted with them added. A child inside the namespace is
+// answered only once the namespace exists and is not terminating, and a
+// type that waits for another (after) only once that one is observed.
+func (r *Request) answerUnit(resp *Response, u *unit, types []*childType, wanted []wantedChild) []wantedChild {
+	state := r.namespaceState(u)
+	insideAllowed := state != namespaceMissing && state != namespaceTerminating
+	for _, t := range types {
+		o := r.observed(t, u)
+		obj := t.desired(u, o)
+		if obj == nil {
+			continue
+		}
+		answer, strangers := t.strangersOf(t.answer(obj), obj, o)
+		wanted = append(wanted, wantedChild{t, u, obj, o, strangers})
+		if (!t.namespaced || insideAllowed) && (t.after == nil || r.observed(t.after, u) != nil) {
+			resp.Children = append(resp.Children, answer)
+		}
 	}
-	name := r.Parent.Metadata.Name
-	var inside []string
+	return wanted
+}
+
+// creating says what a TeamSpace is creating when each of its namespaces
+// is missing, or Active and as desired, and none of the children inside
+// them exist. A new TeamSpace is in that state for its first two syncs,
+// before the engine has created its namespaces and once it has; both
+// answer this one status, so that the engine writes it once, not twice
+// (BENCHMARKS.md §5). The message depends on the spec only, for the same
+// reason.
+func (r *Request) creating(answered []*unit, wanted []wantedChild) (string, bool) {
+	for _, u := range answered {
+		if s := r.namespaceState(u); s != namespaceMissing && s != namespaceActive {
+			return "", false
+		}
+	}
+	inside := map[*unit][]string{}
 	for _, c := range wanted {
 		switch {
 		case c.t == namespaceType && c.observed != nil && !c.t.matches(c.desired, c.observed):
@@ -101,25 +146,32 @@ func (r *Request) creating(wanted []wantedChild) (string, bool) {
 		case c.observed != nil:
 			return "", false
 		default:
-			inside = append(inside, c.t.kind+" "+c.t.name(name))
+			inside[c.u] = append(inside[c.u], c.t.kind+" "+c.t.name(c.u))
 		}
 	}
-	return fmt.Sprintf("creating namespace %s and in it %s; if this lasts, the engine's error is in the TeamSpace's events (kubectl describe teamspace %s)",
-		NamespaceName(name), strings.Join(inside, ", "), name), true
+	var parts []string
+	for _, u := range answered {
+		parts = append(parts, fmt.Sprintf("namespace %s and in it %s", u.namespace, strings.Join(inside[u], ", ")))
+	}
+	name := r.Parent.Metadata.Name
+	return fmt.Sprintf("creating %s; if this lasts, the engine's error is in the TeamSpace's events (kubectl describe teamspace %s)",
+		strings.Join(parts, "; "), name), true
 }
 
-// wantedChild is a child a valid spec asks for, with the observed one and
-// the paths of its strangers (strangers.go), which are being removed.
+// wantedChild is a child a valid spec asks for in a unit, with the
+// observed one and the paths of its strangers (strangers.go), which are
+// being removed.
 type wantedChild struct {
 	t         *childType
+	u         *unit
 	desired   object
 	observed  *Object
 	strangers []string
 }
 
 // childProblems names every child that is pending, out of date or still to
-// be deleted, in registry order; the reason is the first one's.
-func (r *Request) childProblems(spec Spec, wanted []wantedChild) (string, []string) {
+// be deleted, by unit in registry order; the reason is the first one's.
+func (r *Request) childProblems(answered []*unit, wanted []wantedChild) (string, []string) {
 	var reason string
 	var problems []string
 	add := func(rsn, msg string) {
@@ -128,10 +180,10 @@ func (r *Request) childProblems(spec Spec, wanted []wantedChild) (string, []stri
 		}
 		problems = append(problems, msg)
 	}
-	asked := map[*childType]bool{}
+	asked := map[string]bool{}
 	for _, c := range wanted {
-		asked[c.t] = true
-		ref := c.t.ref(r.Parent.Metadata.Name)
+		ref := c.t.ref(c.u)
+		asked[c.t.key+" "+ref] = true
 		switch {
 		case len(c.strangers) > 0:
 			add(c.t.outOfDateReason, fmt.Sprintf("%s %s has what the spec does not set at %s; removing it", c.t.kind, ref, strings.Join(c.strangers, ", ")))
@@ -141,15 +193,18 @@ func (r *Request) childProblems(spec Spec, wanted []wantedChild) (string, []stri
 			add(c.t.outOfDateReason, c.t.outOfDateMessageFor(ref, c.observed, c.desired))
 		}
 	}
-	for _, t := range childTypes {
-		if !t.optional || asked[t] {
-			continue
-		}
-		// By name: team-quota and team-objects share a type key.
-		if r.observed(t) != nil {
-			add(ReasonChildRemoving, fmt.Sprintf("%s %s is no longer asked for, deleting it", t.kind, t.ref(r.Parent.Metadata.Name)))
+	removing := func(u *unit, types []*childType) {
+		for _, t := range types {
+			// By name: team-quota and team-objects share a type key.
+			if t.optional && !asked[t.key+" "+t.ref(u)] && r.observed(t, u) != nil {
+				add(ReasonChildRemoving, fmt.Sprintf("%s %s is no longer asked for, deleting it", t.kind, t.ref(u)))
+			}
 		}
 	}
+	for _, u := range answered {
+		removing(u, perNamespaceTypes)
+	}
+	removing(answered[0], onceTypes)
 	return reason, problems
 }
 
@@ -166,34 +221,91 @@ func syncInvalid(r *Request, resp *Response, err error) *Response {
 }
 
 // keepChildren answers every observed child as the engine last applied it,
-// so that nothing is deleted or weakened, and, with unobserved, what a type
-// keeps without one (the namespace). It returns the names of the kept
-// children inside the namespace, for the message.
+// in each namespace of the TeamSpace the engine shows, so that nothing is
+// deleted or weakened, and, with unobserved, what a type keeps without one
+// (team-<name> itself). It returns the names of the kept children inside
+// the namespaces, for the message.
 func keepChildren(r *Request, resp *Response, unobserved bool) []string {
-	name := r.Parent.Metadata.Name
 	var kept []string
-	for _, t := range childTypes {
-		o := r.observed(t)
+	for i, u := range r.observedUnits() {
+		types := perNamespaceTypes
+		if i == 0 {
+			types = childTypes
+		}
+		kept = append(kept, keepUnit(r, resp, u, types, unobserved && i == 0)...)
+	}
+	return kept
+}
+
+// keepUnit answers a unit's observed children of types as kept (see
+// keepChildren) and names those inside its namespace, an extra
+// namespace's with it.
+func keepUnit(r *Request, resp *Response, u *unit, types []*childType, unobserved bool) []string {
+	var kept []string
+	for _, t := range types {
+		o := r.observed(t, u)
 		if o == nil && !unobserved {
 			continue
 		}
-		obj := t.kept(name, o)
+		obj := t.kept(u, o)
 		if obj == nil {
 			continue
 		}
 		resp.Children = append(resp.Children, t.answer(obj))
 		if o != nil && t.namespaced {
-			kept = append(kept, t.keptName(name, obj))
+			name := t.keptName(u, obj)
+			if u.entry != "" {
+				name = "in " + u.namespace + " " + name
+			}
+			kept = append(kept, name)
 		}
 	}
 	return kept
 }
 
-// readyMessage summarises a Ready TeamSpace: each child type's part.
-func readyMessage(teamspace string, spec Spec) string {
+// unaskedUnits are the observed namespaces of the TeamSpace that no unit
+// of all asks for any more: an entry removed from spec.namespaces.
+func (r *Request) unaskedUnits(all []*unit) []*unit {
+	asked := map[string]bool{}
+	for _, u := range all {
+		asked[u.namespace] = true
+	}
+	var out []*unit
+	for _, u := range r.observedUnits() {
+		if !asked[u.namespace] {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// keepUnasked keeps each unasked namespace with everything in it as last
+// applied: a namespace holds what a team runs, and it goes only once its
+// removal is confirmed (its share stays reserved meanwhile: reserve). It
+// says which.
+func (r *Request) keepUnasked(resp *Response, unasked []*unit) []string {
+	var kept []string
+	for _, u := range unasked {
+		keepUnit(r, resp, u, perNamespaceTypes, false)
+		kept = append(kept, fmt.Sprintf("namespace %s is no longer in spec.namespaces; it is kept with everything in it, its share held back from team-%s", u.namespace, u.teamspace))
+	}
+	return kept
+}
+
+// readyMessage summarises a Ready TeamSpace: each child type's part, for
+// team-<name> and then each extra namespace.
+func readyMessage(answered []*unit) string {
 	var b strings.Builder
-	for _, t := range childTypes {
-		b.WriteString(t.ready(teamspace, spec))
+	for i, u := range answered {
+		types := perNamespaceTypes
+		if i == 0 {
+			types = childTypes
+		} else {
+			b.WriteString("; ")
+		}
+		for _, t := range types {
+			b.WriteString(t.ready(u))
+		}
 	}
 	return b.String()
 }

@@ -387,7 +387,7 @@ func TestReadyMessage(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(tt.want, readyMessage("alpha", spec)); diff != "" {
+			if diff := cmp.Diff(tt.want, readyMessage(units("alpha", spec))); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})

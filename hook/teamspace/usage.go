@@ -23,20 +23,48 @@ const UsageUnknown = "-"
 // (status.usage), so the answer has the schema's shape.
 type Usage = v1alpha1.Usage
 
-// quotaUsage reads the observed quota's status (nil: no quota).
-func quotaUsage(quota *Object) *Usage {
-	var hard, used corev1.ResourceList
-	if quota != nil {
-		hard, used = quota.Status.Hard, quota.Status.Used
+// quotaUsage reads the observed team-quotas' status, one per namespace of
+// the team, team-<name>'s first (nil: no quota there yet), and sums them:
+// the team's use against its totals, which the quotas divide exactly. A
+// figure is known only where every quota reports it.
+func quotaUsage(quotas ...*Object) *Usage {
+	hard, used := corev1.ResourceList{}, corev1.ResourceList{}
+	for _, key := range hardKeys {
+		var h, u resource.Quantity
+		known := len(quotas) > 0
+		for i, q := range quotas {
+			var qh, qu resource.Quantity
+			var okHard, okUsed bool
+			if q != nil {
+				qh, okHard = q.Status.Hard[key]
+				qu, okUsed = q.Status.Used[key]
+			}
+			if !okHard || !okUsed {
+				known = false
+				break
+			}
+			if i == 0 {
+				h, u = qh.DeepCopy(), qu.DeepCopy()
+				continue
+			}
+			h.Add(qh)
+			u.Add(qu)
+		}
+		if known {
+			hard[key], used[key] = h, u
+		}
 	}
-	u := &Usage{
+	usage := &Usage{
 		Pods: fraction(used, hard, corev1.ResourcePods),
 		CPU:  fraction(used, hard, corev1.ResourceRequestsCPU),
 	}
-	if _, ok := hard[corev1.ResourceRequestsMemory]; ok {
-		u.Memory = fraction(used, hard, corev1.ResourceRequestsMemory)
+	// Memory is a column only where the team's quota limits it.
+	if len(quotas) > 0 && quotas[0] != nil {
+		if _, ok := quotas[0].Status.Hard[corev1.ResourceRequestsMemory]; ok {
+			usage.Memory = fraction(used, hard, corev1.ResourceRequestsMemory)
+		}
 	}
-	return u
+	return usage
 }
 
 // fraction is "used/hard" of one resource, or UsageUnknown unless the

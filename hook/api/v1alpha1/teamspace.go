@@ -197,8 +197,12 @@ type TeamSpaceSpec struct {
 	// objects where the spec sets them. team-<name> keeps the rest; a
 	// share of memory, ephemeralStorage or a count that an entry leaves
 	// out is an equal part of that rest, with team-<name>'s. The shares
-	// add up to less than the totals. Checked, not yet acted on: the
-	// namespaces come with a later release (issue #52).
+	// add up to less than the totals, and each namespace's quotas hold its
+	// part, so the team's namespaces together never exceed the totals.
+	// Each namespace has the team's owners, Pod Security level, isolation
+	// (ingress from the team's namespaces) and platform policies. A
+	// namespace whose entry is removed is kept with everything in it, its
+	// share held back from team-<name>, until it is removed by hand.
 	//
 	// +optional
 	// +listType=map
