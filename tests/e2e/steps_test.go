@@ -28,7 +28,7 @@ import (
 	"github.com/labhub/teamspace/tests/watchtiming"
 )
 
-var names = []string{"alpha", "beta", "gamma", "delta", "epsilon", "zeta"}
+var names = []string{"alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta"}
 
 const teamSpaceLabel = "platform.labhub.io/teamspace"
 
