@@ -13,8 +13,8 @@ import (
 // for isolation, an owner (admin there) may not reopen it with a
 // NetworkPolicy of their own that admits ingress from outside the
 // namespace (before, an allow-all policy beside team-isolation did, with
-// allowNetworkIsolationOff "false"); policies within the namespace and
-// egress rules stay allowed. In a namespace the platform left open
+// allowNetworkIsolationOff "false"); policies within the namespace, from
+// the team's namespaces by name (issue #52) and egress rules stay allowed. In a namespace the platform left open
 // (networkIsolation: false) the owner's policies are theirs.
 func TestIsolationHeld(t *testing.T) {
 	parallel(t)
@@ -55,6 +55,20 @@ func TestIsolationHeld(t *testing.T) {
 		"no rules (an empty list)":   `[]`,
 	}
 	nsOf := teamspace.NamespaceName
+	// The team's own namespaces (issue #52), by the name label the API
+	// server sets, and what only looks like them.
+	byName := func(op string, values ...string) string {
+		b, _ := json.Marshal(values)
+		return `[{"from":[{"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"` + op + `","values":` + string(b) + `}]}}]}]`
+	}
+	team, entry := nsOf(isolated), teamspace.ExtraNamespaceName(isolated, "dev")
+	inside["the team's namespaces by name"] = byName("In", team, entry)
+	inside["an entry's namespace by matchLabels"] = `[{"from":[{"namespaceSelector":{"matchLabels":{"kubernetes.io/metadata.name":"` + entry + `"}},"podSelector":{"matchLabels":{"app":"a"}}}]}]`
+	inside["the team's namespace and a label more"] = `[{"from":[{"namespaceSelector":{"matchLabels":{"kubernetes.io/metadata.name":"` + team + `","x":"y"}}}]}]`
+	outside["a name that only begins like the team's"] = byName("In", team+"-evil")
+	outside["the team's and another's"] = byName("In", entry, "team-x")
+	outside["every namespace but the team's"] = byName("NotIn", team)
+	outside["the team's label, which a namespace's creator can set"] = `[{"from":[{"namespaceSelector":{"matchLabels":{"platform.labhub.io/teamspace":"` + isolated + `"}}}]}]`
 	if !eventually(10*time.Second, 100*time.Millisecond, func() bool {
 		_, err := kubectl(t, policy("probe", `[{}]`), append(as(owner), "-n", nsOf(isolated), "create", "--dry-run=server", "-f", "-")...)
 		return err != nil && strings.Contains(err.Error(), "teamspace-isolation")

@@ -477,12 +477,31 @@ func rootPod(ns string) string {
 func engineStandIn(t *testing.T, name string) {
 	t.Helper()
 	ns := teamspace.NamespaceName(name)
-	t.Cleanup(func() { _, _ = kubectl(t, "", "delete", "namespace", ns, "--ignore-not-found", "--wait=false") })
+	t.Cleanup(func() {
+		_, _ = kubectl(t, "", "delete", "namespace", ns, "--ignore-not-found", "--wait=false")
+		_, _ = kubectl(t, "", "delete", "namespace", "-l", teamspace.TeamSpaceLabel+"="+name, "--wait=false")
+	})
 	for round := 0; round < 2; round++ {
 		parent := mustKubectl(t, "", "get", "teamspace", name, "-o", "json")
 		children := map[string]any{}
-		if out, err := kubectl(t, "", "get", "namespace", ns, "-o", "json"); err == nil {
-			children["Namespace.v1"] = map[string]json.RawMessage{ns: json.RawMessage(out)}
+		// Every namespace of the team (spec.namespaces' too), as the
+		// engine shows its children: by the TeamSpace label.
+		var list struct {
+			Items []json.RawMessage `json:"items"`
+		}
+		if out, err := kubectl(t, "", "get", "namespace", "-l", teamspace.TeamSpaceLabel+"="+name, "-o", "json"); err == nil && json.Unmarshal([]byte(out), &list) == nil {
+			namespaces := map[string]json.RawMessage{}
+			for _, item := range list.Items {
+				var meta struct {
+					Metadata struct{ Name string } `json:"metadata"`
+				}
+				if json.Unmarshal(item, &meta) == nil && (meta.Metadata.Name == ns || strings.HasPrefix(meta.Metadata.Name, ns+"--")) {
+					namespaces[meta.Metadata.Name] = item
+				}
+			}
+			if len(namespaces) > 0 {
+				children["Namespace.v1"] = namespaces
+			}
 		}
 		// The owners' binding waits for their role among the children, as
 		// the engine shows it: only one it made (here: one with the
@@ -517,11 +536,14 @@ func engineStandIn(t *testing.T, name string) {
 			}
 		}
 	}
-	if !eventually(60*time.Second, 250*time.Millisecond, func() bool {
-		_, err := kubectl(t, "", "get", "serviceaccount", "default", "-n", ns)
-		return err == nil
-	}) {
-		t.Fatalf("no ServiceAccount default in %s after 60s", ns)
+	namespaces := strings.Fields(mustKubectl(t, "", "get", "namespace", "-l", teamspace.TeamSpaceLabel+"="+name, "-o", "jsonpath={.items[*].metadata.name}"))
+	for _, n := range append([]string{ns}, namespaces...) {
+		if !eventually(60*time.Second, 250*time.Millisecond, func() bool {
+			_, err := kubectl(t, "", "get", "serviceaccount", "default", "-n", n)
+			return err == nil
+		}) {
+			t.Fatalf("no ServiceAccount default in %s after 60s", n)
+		}
 	}
 }
 

@@ -109,8 +109,10 @@ type mtbTenant struct {
 }
 
 // newMTBTenant makes tenant A (the policies installed) and checks the
-// control: tenant A may run a restricted pod at all.
-func newMTBTenant(t *testing.T) mtbTenant {
+// control: tenant A may run a restricted pod at all. With entry, tenant A's
+// TeamSpace has one more namespace, spec.namespaces' entry, and nsA is
+// that one (issue #52): every check holds there as in team-<name>.
+func newMTBTenant(t *testing.T, entry string) mtbTenant {
 	t.Helper()
 	installOwnerAccess(t)
 	installLimits(t)
@@ -118,8 +120,15 @@ func newMTBTenant(t *testing.T) mtbTenant {
 	m := mtbTenant{s: s, ownerA: "tenant-a-" + s, requester: "mtb-requester-" + s, restricted: with(within(), "podSecurity", "restricted")}
 	m.a = "mtb-a-" + s
 	bindRole(t, "teamspace-requester", "User", m.requester)
-	createOwnedAs(t, as(m.requester), m.a, ownedBy(m.restricted, m.ownerA))
+	spec := m.restricted
+	if entry != "" {
+		spec = with(spec, "namespaces", []any{map[string]any{"name": entry, "pods": 1, "cpu": "100m"}})
+	}
+	createOwnedAs(t, as(m.requester), m.a, ownedBy(spec, m.ownerA))
 	m.nsA = teamspace.NamespaceName(m.a)
+	if entry != "" {
+		m.nsA = teamspace.ExtraNamespaceName(m.a, entry)
+	}
 	m.createPod = func(manifest string) error { return dryRunCreate(t, as(m.ownerA), m.nsA, manifest) }
 	if !eventually(10*time.Second, 200*time.Millisecond, func() bool { return m.createPod(restrictedPod("control", nil)) == nil }) {
 		t.Fatalf("control: tenant A's restricted pod is refused: %v; the pod checks would prove nothing", m.createPod(restrictedPod("control", nil)))
@@ -139,7 +148,21 @@ func (m mtbTenant) refusedPod(t *testing.T, what string, change func(pod, contai
 
 func TestMultiTenancyBenchmarks(t *testing.T) {
 	parallel(t)
-	m := newMTBTenant(t)
+	multiTenancyBenchmarks(t, newMTBTenant(t, ""))
+}
+
+// TestMultiTenancyBenchmarksExtraNamespace: the same checks with tenant A
+// in an extra namespace of its TeamSpace (spec.namespaces, issue #52).
+func TestMultiTenancyBenchmarksExtraNamespace(t *testing.T) {
+	parallel(t)
+	m := newMTBTenant(t, "dev")
+	if !strings.HasSuffix(m.nsA, "--dev") {
+		t.Fatalf("tenant A's namespace is %s, want its entry dev's", m.nsA)
+	}
+	multiTenancyBenchmarks(t, m)
+}
+
+func multiTenancyBenchmarks(t *testing.T, m mtbTenant) {
 	s, a, ownerA, nsA, refusedPod := m.s, m.a, m.ownerA, m.nsA, m.refusedPod
 	ownerB, b := "tenant-b-"+s, "mtb-b-"+s
 	createOwned(t, b, ownedBy(m.restricted, ownerB))
@@ -280,7 +303,7 @@ func TestMultiTenancyBenchmarks(t *testing.T) {
 // choices, with the option on and off (they change the limits ConfigMap).
 func TestMultiTenancyBenchmarksOptions(t *testing.T) {
 	alone(t, changesLimits)
-	m := newMTBTenant(t)
+	m := newMTBTenant(t, "")
 	s, nsA, requester, restricted, createPod, refusedPod := m.s, m.nsA, m.requester, m.restricted, m.createPod, m.refusedPod
 	t.Run("MTB-PL1-CC-DI-1 require always pull image", func(t *testing.T) {
 		never := func(_, c map[string]any) { c["imagePullPolicy"] = "Never" }
