@@ -33,6 +33,8 @@ var kstatusByReason = map[string]status.Status{
 	"ClusterRoleBindingPending":   status.InProgressStatus,
 	"ClusterRoleBindingOutOfDate": status.InProgressStatus,
 	"ChildRemoving":               status.InProgressStatus,
+	"NamespaceRemoving":           status.InProgressStatus,
+	"ArchivePending":              status.InProgressStatus,
 
 	"InvalidSpec":                status.FailedStatus,
 	"NamespaceConflict":          status.FailedStatus,

@@ -164,6 +164,9 @@ func (h *Handler) serve(r *http.Request, fn hookFunc, cache *answerCache) (*pare
 	if herr != nil {
 		return who, nil, herr
 	}
+	if u, ok := answer.(uncached); ok {
+		answer, cache = u.answer, nil
+	}
 	body, err := json.Marshal(answer)
 	if err != nil {
 		return who, nil, &hookError{http.StatusInternalServerError, "EncodeFailed", "cannot encode the answer: " + err.Error()}
@@ -190,9 +193,30 @@ func decode(body []byte) (*teamspace.Request, error) {
 	return &req, nil
 }
 
-func (h *Handler) sync(_ context.Context, req *teamspace.Request) (any, *hookError) {
-	return teamspace.Sync(req), nil
+// sync answers from the request alone, but for one side effect: an answer
+// that lets the engine delete extra namespaces (a confirmed removal,
+// teamspace.Response.Removals) is sent only once each one's archive record
+// is durable; if one cannot be stored the answer keeps them (SyncBlocked)
+// and says why. Neither answer is memoised: the records must be stored,
+// or tried again, whenever such a request comes.
+func (h *Handler) sync(ctx context.Context, req *teamspace.Request) (any, *hookError) {
+	resp := teamspace.Sync(req)
+	if len(resp.Removals) == 0 {
+		return resp, nil
+	}
+	for _, rec := range resp.Removals {
+		if _, err := h.cfg.Archive.Store(ctx, rec.Name, rec.UID, rec); err != nil {
+			h.metrics.archiveWrites.WithLabelValues("failed").Inc()
+			h.cfg.Logger.Warn("cannot archive a namespace's removal; it waits", "teamspace", rec.TeamSpace, "namespace", rec.Name, "err", err)
+			return uncached{teamspace.SyncBlocked(req, err)}, nil
+		}
+		h.metrics.archiveWrites.WithLabelValues("stored").Inc()
+	}
+	return uncached{resp}, nil
 }
+
+// uncached is an answer the hook's answer cache must not keep.
+type uncached struct{ answer any }
 
 func (h *Handler) customize(_ context.Context, req *teamspace.Request) (any, *hookError) {
 	return teamspace.Customize(req), nil

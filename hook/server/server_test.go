@@ -341,3 +341,78 @@ func TestRequestLog(t *testing.T) {
 		}
 	}
 }
+
+// TestNamespaceRemovalWaitsForTheArchive (issue #52, item 6): a confirmed
+// removal of an extra namespace is answered (the namespace left out, so the
+// engine deletes it) only once its archive record is durable; with the
+// archive down the namespace is kept, the status says why, and the same
+// request tried again once the archive is back removes it.
+func TestNamespaceRemovalWaitsForTheArchive(t *testing.T) {
+	const removed = "team-delta--dev"
+	body := requestBody(t, "sync/namespaces-entry-removal-confirmed")
+	srv, dir := newTestServer(t, "")
+	post := func() (answered []string, reason, message string) {
+		t.Helper()
+		resp, err := srv.Client().Post(srv.URL+"/sync", "application/json", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var got struct {
+			Children []struct {
+				Kind     string
+				Metadata struct{ Name, Namespace string }
+			}
+			Status struct {
+				Conditions []struct{ Reason, Message string }
+			}
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&got); err != nil || resp.StatusCode != 200 {
+			t.Fatalf("got %d, %v; want 200 and an answer", resp.StatusCode, err)
+		}
+		for _, c := range got.Children {
+			if c.Metadata.Name == removed || c.Metadata.Namespace == removed {
+				answered = append(answered, c.Kind)
+			}
+		}
+		return answered, got.Status.Conditions[0].Reason, got.Status.Conditions[0].Message
+	}
+
+	// The archive down (its directory gone): dev is kept whole.
+	moved := dir + ".away"
+	if err := os.Rename(dir, moved); err != nil {
+		t.Fatal(err)
+	}
+	kept, reason, msg := post()
+	if len(kept) != 5 || reason != "ArchivePending" || !strings.Contains(msg, removed) || !strings.Contains(msg, "nothing is deleted until it is stored") {
+		t.Errorf("archive down: %s's children answered %v, reason %s: %s; want all 5 kept, ArchivePending naming it", removed, kept, reason, msg)
+	}
+	// Back: the same request (not an answer remembered) removes it, after
+	// the record.
+	if err := os.Rename(moved, dir); err != nil {
+		t.Fatal(err)
+	}
+	kept, reason, msg = post()
+	if len(kept) != 0 || reason != "NamespaceRemoving" {
+		t.Errorf("archive back: %s's children answered %v, reason %s: %s; want none, NamespaceRemoving", removed, kept, reason, msg)
+	}
+	records, err := filepath.Glob(filepath.Join(dir, removed+"*.json"))
+	if err != nil || len(records) != 1 {
+		t.Fatalf("records of %s: %v, %v; want one", removed, records, err)
+	}
+	data, err := os.ReadFile(records[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec teamspace.NamespaceRemoval
+	if err := json.Unmarshal(data, &rec); err != nil || rec.Name != removed || rec.UID == "" || rec.TeamSpace != "delta" || rec.Entry != "dev" || rec.Quota["pods"] != "1" {
+		t.Errorf("record %s: %+v (%v)", data, rec, err)
+	}
+	// Asked again while the namespace goes: the same record, nothing new.
+	if _, reason, _ := post(); reason != "NamespaceRemoving" {
+		t.Errorf("asked again: reason %s", reason)
+	}
+	if again, _ := filepath.Glob(filepath.Join(dir, "*.json")); len(again) != 1 {
+		t.Errorf("asked again: records %v, want the one", again)
+	}
+}

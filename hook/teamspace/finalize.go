@@ -25,11 +25,15 @@ const FinalizeResyncSeconds = 1
 
 // Record is what the archive keeps of a deleted TeamSpace.
 type Record struct {
-	Name              string       `json:"name"`
-	UID               string       `json:"uid"`
-	Pods              *int         `json:"pods"`
-	CPU               string       `json:"cpu,omitempty"`
-	Namespace         string       `json:"namespace"`
+	Name      string `json:"name"`
+	UID       string `json:"uid"`
+	Pods      *int   `json:"pods"`
+	CPU       string `json:"cpu,omitempty"`
+	Namespace string `json:"namespace"`
+	// Namespaces are all the TeamSpace's namespaces, team-<name> first,
+	// when it has more than that one (spec.namespaces; those removed
+	// before have records of their own).
+	Namespaces        []string     `json:"namespaces,omitempty"`
 	DeletionTimestamp *metav1.Time `json:"deletionTimestamp,omitempty"`
 }
 
@@ -38,6 +42,11 @@ type Record struct {
 func ArchiveRecord(r *Request) Record {
 	m := &r.Parent.Metadata
 	rec := Record{Name: m.Name, UID: string(m.UID), Namespace: NamespaceName(m.Name), DeletionTimestamp: m.DeletionTimestamp}
+	if all := r.observedUnits(); len(all) > 1 {
+		for _, u := range all {
+			rec.Namespaces = append(rec.Namespaces, u.namespace)
+		}
+	}
 	var fields struct {
 		Pods json.Number `json:"pods"`
 		CPU  string      `json:"cpu"`

@@ -15,6 +15,10 @@ type Response struct {
 	ResyncAfterSeconds float64          `json:"resyncAfterSeconds,omitempty"`
 	// Finalized is set by finalize only.
 	Finalized *bool `json:"finalized,omitempty"`
+	// Removals are the archive records of the namespaces this answer lets
+	// the engine delete (removal.go): the caller makes each durable before
+	// it sends the answer, or answers SyncBlocked. Not sent.
+	Removals []NamespaceRemoval `json:"-"`
 }
 
 // Status is the TeamSpace status the hook owns. The engine adds

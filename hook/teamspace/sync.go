@@ -2,6 +2,7 @@ package teamspace
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -16,7 +17,15 @@ import (
 // retry with backoff. An invalid spec never removes or weakens what exists:
 // every child the engine last applied is answered again until the spec is
 // fixed.
-func Sync(r *Request) *Response {
+func Sync(r *Request) *Response { return syncWith(r, nil) }
+
+// SyncBlocked is Sync when the archive records of the namespaces it
+// removes (Response.Removals) could not be stored (err says why): those
+// namespaces are kept with everything in them, the status says why
+// (ArchivePending), and the engine asks again in ArchiveRetrySeconds.
+func SyncBlocked(r *Request, err error) *Response { return syncWith(r, err) }
+
+func syncWith(r *Request, blocked error) *Response {
 	name := r.Parent.Metadata.Name
 	resp := newResponse(r)
 	resp.ResyncAfterSeconds = ResyncSeconds(string(r.Parent.Metadata.UID))
@@ -44,8 +53,17 @@ func Sync(r *Request) *Response {
 	var wanted []wantedChild
 	var conflicts []string
 	all := units(name, spec)
+	// The namespaces no entry asks for hold their share while they are
+	// there; those whose removal is confirmed go once archived.
 	unasked := r.unaskedUnits(all)
 	r.reserve(all[0], unasked, spec)
+	removed, records, keptUnits := r.splitUnasked(unasked)
+	if blocked != nil {
+		keptUnits = unasked
+		resp.ResyncAfterSeconds = ArchiveRetrySeconds
+	} else {
+		resp.Removals = records
+	}
 	for _, u := range all {
 		if msg, conflict := r.namespaceConflict(u); conflict {
 			conflicts = append(conflicts, msg)
@@ -55,7 +73,7 @@ func Sync(r *Request) *Response {
 		wanted = r.answerUnit(resp, u, perNamespaceTypes, wanted)
 	}
 	wanted = r.answerUnit(resp, answered[0], onceTypes, wanted)
-	kept := r.keepUnasked(resp, unasked)
+	kept := r.keepUnasked(resp, keptUnits)
 
 	if msg, creating := r.creating(answered, wanted); creating {
 		// The namespace is named once what it holds is there, not while
@@ -89,7 +107,12 @@ func Sync(r *Request) *Response {
 		held = append(held, what...)
 	}
 	hold(ReasonNamespaceConflict, conflicts...)
+	if blocked != nil {
+		hold(ReasonArchivePending, removingMessages(removed, blocked)...)
+		removed = nil
+	}
 	hold(ReasonNamespaceKept, kept...)
+	hold(ReasonNamespaceRemoving, removingMessages(removed, nil)...)
 	if len(spec.ReservedOwners) > 0 {
 		hold(ReasonOwnerReserved, "not bound, reserved: "+strings.Join(spec.ReservedOwners, "; "))
 	}
@@ -279,15 +302,20 @@ func (r *Request) unaskedUnits(all []*unit) []*unit {
 	return out
 }
 
-// keepUnasked keeps each unasked namespace with everything in it as last
-// applied: a namespace holds what a team runs, and it goes only once its
-// removal is confirmed (its share stays reserved meanwhile: reserve). It
-// says which.
-func (r *Request) keepUnasked(resp *Response, unasked []*unit) []string {
+// keepUnasked keeps each of units (unasked, sync.go) with everything in
+// it as last applied: a namespace holds what a team runs, and it goes only
+// once its removal is confirmed (removal.go; its share stays reserved
+// meanwhile: reserve). It says which, and how to remove them, of those
+// whose removal is not confirmed.
+func (r *Request) keepUnasked(resp *Response, units []*unit) []string {
+	confirmed := r.confirmedEntries()
 	var kept []string
-	for _, u := range unasked {
+	for _, u := range units {
 		keepUnit(r, resp, u, perNamespaceTypes, false)
-		kept = append(kept, fmt.Sprintf("namespace %s is no longer in spec.namespaces; it is kept with everything in it, its share held back from team-%s", u.namespace, u.teamspace))
+		if !slices.Contains(confirmed, u.entry) {
+			kept = append(kept, fmt.Sprintf("namespace %s is no longer in spec.namespaces; it is kept with everything in it, its share held back from team-%s, until its removal is confirmed: annotation %s listing %s",
+				u.namespace, u.teamspace, RemoveNamespacesAnnotation, u.entry))
+		}
 	}
 	return kept
 }

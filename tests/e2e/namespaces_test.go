@@ -41,7 +41,7 @@ func stepTeamNamespaces(t *testing.T, w *walk) {
 	obj := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "platform.labhub.io/v1alpha1", "kind": "TeamSpace",
 		"metadata": map[string]any{"name": name},
-		"spec": map[string]any{"pods": 4, "cpu": "1", "memory": "1Gi", "owners": []any{map[string]any{"kind": "User", "name": "ann"}}},
+		"spec":     map[string]any{"pods": 4, "cpu": "1", "memory": "1Gi", "owners": []any{map[string]any{"kind": "User", "name": "ann"}}},
 	}}
 	ts, err := w.dyn.Resource(teamSpaces).Create(w.ctx, obj, metav1.CreateOptions{})
 	if err != nil {

@@ -1,0 +1,112 @@
+package teamspace
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// RemoveNamespacesAnnotation on a TeamSpace confirms the removal of extra
+// namespaces: a comma-separated list of entry names. An extra namespace
+// goes only when its entry is gone from spec.namespaces and this
+// annotation names it, as deleting a protected TeamSpace takes lifting its
+// protection first (guardrails.yaml): dropping an entry alone keeps the
+// namespace with everything in it (NamespaceKept). guardrails.yaml refuses
+// an entry that the annotation names, so that a name left in it never
+// deletes a namespace made again later.
+const RemoveNamespacesAnnotation = Group + "/remove-namespaces"
+
+// Ready reasons of a removal.
+const (
+	// ReasonNamespaceRemoving: a confirmed removal is under way (the
+	// namespace is archived and being deleted).
+	ReasonNamespaceRemoving = "NamespaceRemoving"
+)
+
+// NamespaceRemoval is the archive record of an extra namespace removed
+// from a TeamSpace: written, and durable, before the answer that lets the
+// engine delete it (hook/server). Name and UID are the namespace's, so
+// that the archive keeps it beside the TeamSpaces' records.
+type NamespaceRemoval struct {
+	Name         string `json:"name"`
+	UID          string `json:"uid"`
+	Kind         string `json:"kind"`
+	TeamSpace    string `json:"teamspace"`
+	TeamSpaceUID string `json:"teamspaceUID"`
+	Entry        string `json:"entry"`
+	// Quota is what its quotas held as last applied: its share.
+	Quota map[string]string `json:"quota,omitempty"`
+	// DeletionTimestamp is when the removal was asked for: the newest time
+	// the request shows (the TeamSpace's write that confirmed it).
+	DeletionTimestamp *metav1.Time `json:"deletionTimestamp,omitempty"`
+}
+
+// confirmedEntries are the entry names RemoveNamespacesAnnotation lists.
+func (r *Request) confirmedEntries() []string {
+	var out []string
+	for _, e := range strings.Split(r.Parent.Metadata.Annotations[RemoveNamespacesAnnotation], ",") {
+		if e = strings.TrimSpace(e); e != "" {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// splitUnasked divides the namespaces no entry asks for into those whose
+// removal is confirmed (with their archive records) and those kept.
+func (r *Request) splitUnasked(unasked []*unit) (removed []*unit, records []NamespaceRemoval, kept []*unit) {
+	confirmed := r.confirmedEntries()
+	for _, u := range unasked {
+		ns := r.observed(namespaceType, u)
+		// The record is named by the namespace and its uid: neither may
+		// act on a path (the engine's are always fine).
+		if ns == nil || !slices.Contains(confirmed, u.entry) || !uidPattern.MatchString(string(ns.Metadata.UID)) || len(validation.IsDNS1123Label(u.namespace)) > 0 {
+			kept = append(kept, u)
+			continue
+		}
+		removed = append(removed, u)
+		records = append(records, r.removalRecord(u, ns))
+	}
+	return removed, records, kept
+}
+
+// removalRecord is the archive record of removed unit u.
+func (r *Request) removalRecord(u *unit, ns *Object) NamespaceRemoval {
+	at := metav1.NewTime(r.observedAt())
+	rec := NamespaceRemoval{
+		Name: u.namespace, UID: string(ns.Metadata.UID), Kind: "Namespace",
+		TeamSpace: u.teamspace, TeamSpaceUID: string(r.Parent.Metadata.UID), Entry: u.entry,
+		DeletionTimestamp: &at,
+	}
+	for _, t := range []*childType{quotaType, objectsQuotaType} {
+		o := r.observed(t, u)
+		if o == nil {
+			continue
+		}
+		for k, v := range t.kept(u, o).(*corev1.ResourceQuota).Spec.Hard {
+			if rec.Quota == nil {
+				rec.Quota = map[string]string{}
+			}
+			rec.Quota[string(k)] = v.String()
+		}
+	}
+	return rec
+}
+
+// removingMessages say what each removed namespace is doing.
+func removingMessages(removed []*unit, blocked error) []string {
+	var out []string
+	for _, u := range removed {
+		if blocked != nil {
+			out = append(out, fmt.Sprintf("namespace %s: its removal is confirmed (%s) and waits for the archive record: %v; nothing is deleted until it is stored (retrying every %d s)",
+				u.namespace, RemoveNamespacesAnnotation, blocked, ArchiveRetrySeconds))
+			continue
+		}
+		out = append(out, fmt.Sprintf("namespace %s is archived and being deleted (entry %s removed, confirmed by %s)", u.namespace, u.entry, RemoveNamespacesAnnotation))
+	}
+	return out
+}
