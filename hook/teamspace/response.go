@@ -26,7 +26,10 @@ type Response struct {
 type Status struct {
 	Namespace string `json:"namespace,omitempty"`
 	// Usage is the quota's figures, UsageUnknown each until it reports them.
-	Usage      *Usage             `json:"usage,omitempty"`
+	Usage *Usage `json:"usage,omitempty"`
+	// Namespaces are the team's namespaces when it has more than one
+	// (nsstatus.go).
+	Namespaces []NamespaceStatus  `json:"namespaces,omitempty"`
 	Conditions []metav1.Condition `json:"conditions"`
 }
 

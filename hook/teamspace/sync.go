@@ -52,6 +52,7 @@ func syncWith(r *Request, blocked error) *Response {
 	var answered []*unit
 	var wanted []wantedChild
 	var conflicts []string
+	conflicted := map[*unit]string{}
 	all := units(name, spec)
 	// The namespaces no entry asks for hold their share while they are
 	// there; those whose removal is confirmed go once archived.
@@ -67,18 +68,27 @@ func syncWith(r *Request, blocked error) *Response {
 	for _, u := range all {
 		if msg, conflict := r.namespaceConflict(u); conflict {
 			conflicts = append(conflicts, msg)
+			conflicted[u] = msg
 			continue
 		}
 		answered = append(answered, u)
 		wanted = r.answerUnit(resp, u, perNamespaceTypes, wanted)
 	}
 	wanted = r.answerUnit(resp, answered[0], onceTypes, wanted)
+	if blocked != nil {
+		resp.Status.Namespaces = r.namespaceStatuses(all, unasked, conflicted, nil)
+	} else {
+		resp.Status.Namespaces = r.namespaceStatuses(all, unasked, conflicted, removed)
+	}
 	kept := r.keepUnasked(resp, keptUnits)
 
 	if msg, creating := r.creating(answered, wanted); creating {
 		// The namespace is named once what it holds is there, not while
 		// it is empty: the status stays the same through both syncs.
 		resp.Status.Namespace = ""
+		for i := range resp.Status.Namespaces {
+			resp.Status.Namespaces[i].State = NamespacePending
+		}
 		resp.setReady(r, metav1.ConditionFalse, ReasonCreating, msg)
 		return resp
 	}

@@ -67,6 +67,9 @@ func namespace(opts ...objOpt) *Object {
 	return o
 }
 
+// named names the object.
+func named(name string) objOpt { return func(o *Object) { o.Metadata.Name = name } }
+
 // label sets one label (an empty value removes it).
 func label(k, v string) objOpt {
 	return func(o *Object) {
@@ -398,13 +401,22 @@ func TestReadyMessage(t *testing.T) {
 // namespace exists and once it does (nothing inside yet), answer the same
 // status byte for byte, so that the engine writes it once.
 func TestCreatingOneStatus(t *testing.T) {
-	for _, tc := range []struct{ name, spec string }{
-		{"no owners", `{"pods": 4, "cpu": "0.5"}`},
-		{"owners", `{"pods": 4, "cpu": "0.5", "owners": [{"kind": "User", "name": "ann"}]}`},
+	for _, tc := range []struct {
+		name, spec string
+		extra      []string // the extra namespaces the engine creates
+	}{
+		{"no owners", `{"pods": 4, "cpu": "0.5"}`, nil},
+		{"owners", `{"pods": 4, "cpu": "0.5", "owners": [{"kind": "User", "name": "ann"}]}`, nil},
+		{"namespaces", `{"pods": 4, "cpu": "0.5", "namespaces": [{"name": "dev", "pods": 1, "cpu": "100m"}, {"name": "prod", "pods": 1, "cpu": "100m"}]}`,
+			[]string{"team-alpha--dev", "team-alpha--prod"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			first := Sync(request(tc.spec, nil))
-			second := request(tc.spec, nil, namespace())
+			namespaces := []*Object{namespace()}
+			for _, n := range tc.extra {
+				namespaces = append(namespaces, namespace(named(n)))
+			}
+			second := request(tc.spec, nil, namespaces...)
 			// The engine wrote the first answer's status; the second
 			// request carries it.
 			second.Parent.Status.Conditions = first.Status.Conditions

@@ -424,6 +424,16 @@ type TeamSpaceStatus struct {
 	// +optional
 	Usage *Usage `json:"usage,omitempty"`
 
+	// The team's namespaces when it has more than team-<name>
+	// (spec.namespaces): each one's state, its use of its share of the
+	// totals, and what is wrong with it, team-<name> first; absent without
+	// entries. usage above is the team's, all namespaces together.
+	//
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Namespaces []NamespaceStatus `json:"namespaces,omitempty"`
+
 	// Ready tells whether the namespace and everything in it are as the
 	// spec asks; its reason and message say what it waits for. Beside a
 	// Ready that is not True, Reconciling (True: on its way) or Stalled
@@ -435,6 +445,31 @@ type TeamSpaceStatus struct {
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// NamespaceStatus is one of a team's namespaces in status.namespaces.
+type NamespaceStatus struct {
+	// The namespace's name.
+	Name string `json:"name"`
+	// The entry of spec.namespaces it is; absent for team-<name>.
+	//
+	// +optional
+	Entry string `json:"entry,omitempty"`
+	// Active; Pending (not made yet, or not Active); Terminating;
+	// Conflict (the name is someone else's: nothing of the team's is put
+	// in it); Kept (its entry was removed and the removal is not
+	// confirmed: it keeps everything, and its share); Removing (archived
+	// and being deleted).
+	State string `json:"state"`
+	// Its use of its share, used/hard as its quota reports them.
+	//
+	// +optional
+	Usage *Usage `json:"usage,omitempty"`
+	// What is wrong with it: a use above its share (nothing is evicted),
+	// who holds its name.
+	//
+	// +optional
+	Message string `json:"message,omitempty"`
 }
 
 // Usage is team-quota's figures, "used/hard" each.
