@@ -310,3 +310,22 @@ func TestExplain(t *testing.T) {
 		t.Errorf("explained %d fields, want every field of spec and status", n)
 	}
 }
+
+// TestREADMEExample: the TeamSpace the README shows first (every field,
+// spec.namespaces with dev and prod) is one the API server accepts.
+func TestREADMEExample(t *testing.T) {
+	parallel(t)
+	installCRD(t)
+	b, err := os.ReadFile(filepath.Join(repoRoot(t), "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, _ := strings.Cut(string(b), "## A TeamSpace\n\n```yaml\n")
+	example, _, found := strings.Cut(after, "```")
+	if !found || !strings.Contains(example, "kind: TeamSpace") || !strings.Contains(example, "namespaces:") {
+		t.Fatalf("no TeamSpace example with namespaces under the README's \"## A TeamSpace\":\n%s", example)
+	}
+	if out, err := kubectl(t, example, "create", "--dry-run=server", "-o", "jsonpath={.spec.namespaces[*].name}", "-f", "-"); err != nil || out != "dev prod" {
+		t.Errorf("the README's example: %q, %v; want accepted with entries dev and prod", out, err)
+	}
+}
