@@ -84,6 +84,10 @@ const (
 	quotaName = "team-quota"
 	tsPods    = 20  // spec.pods of every TeamSpace: room for churn pods
 	tsCPU     = "2" // spec.cpu: 100m default request per pod
+	// entryPods and entryCPU are each extra namespace's share (-namespaces):
+	// 100m a pod, as in team-<name>.
+	entryPods = 6
+	entryCPU  = 600
 )
 
 func main() {
@@ -109,6 +113,7 @@ func main() {
 	stopCmd := flag.String("stop-cmd", "", "shell command that stops the engine (restart, catchup)")
 	startCmd := flag.String("start-cmd", "", "shell command that starts the engine again (restart, catchup)")
 	down := flag.Duration("down", 60*time.Second, "how long the engine stays stopped in catchup")
+	extra := flag.Int("namespaces", 0, "extra namespaces per TeamSpace (spec.namespaces, at most 3): entries e1..eN of 6 pods and 600m each, team-<name> the rest; churn pods go to every namespace in turn, and phase move shifts 100m from e1 to team-<name> in every TeamSpace")
 	perRequester := flag.Int("per-requester", 0, "TeamSpaces per requester: each run of this many is labelled as one requester's and the allowance set to hold exactly them, so that every sync counts its requester's TeamSpaces, related objects of each other (0: none labelled, none counted, as an exempt user's)")
 	foreign := benchutil.ForeignClusterFlag()
 	flag.Parse()
@@ -120,9 +125,18 @@ func main() {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	f := &fleet{c: c, timeout: *timeout, label: *label, prefix: *prefix, engineURL: *engineMetrics, hookURL: *hookMetrics,
-		enginePprof: *enginePprof, profileDir: *profileDir, profileChurn: *profileChurn, perRequester: *perRequester}
+		enginePprof: *enginePprof, profileDir: *profileDir, profileChurn: *profileChurn, perRequester: *perRequester, extra: *extra}
+	if *extra < 0 || *extra > 3 {
+		log.Fatalf("-namespaces %d: from 0 to 3", *extra)
+	}
 	for i := 0; i < *count; i++ {
 		f.names = append(f.names, fmt.Sprintf("%s-%04d", *prefix, i))
+	}
+	for _, n := range f.names {
+		f.namespaces = append(f.namespaces, "team-"+n)
+		for e := 1; e <= *extra; e++ {
+			f.namespaces = append(f.namespaces, fmt.Sprintf("team-%s--e%d", n, e))
+		}
 	}
 	if f.state = *state; f.state != "" {
 		if f.procs, err = benchutil.FindProcs(*state); err != nil {
@@ -163,6 +177,8 @@ func main() {
 			err = f.restart(ctx, *stopCmd, *startCmd, *gap)
 		case "catchup":
 			err = f.catchUp(ctx, *stopCmd, *startCmd, *down)
+		case "move":
+			err = f.move(ctx)
 		default:
 			err = fmt.Errorf("unknown phase %q", phase)
 		}
@@ -185,8 +201,10 @@ type fleet struct {
 	enginePprof            string
 	profileDir             string
 	profileChurn           int
-	perRequester           int    // -per-requester
-	state                  string // the setup's state directory (-state)
+	perRequester           int      // -per-requester
+	extra                  int      // -namespaces
+	namespaces             []string // every team namespace: team-<name>, then its entries'
+	state                  string   // the setup's state directory (-state)
 	procs                  []benchutil.Proc
 	ts, quotas             cache.Store
 	floorTime, createReady time.Duration
@@ -571,6 +589,9 @@ func (f *fleet) create(ctx context.Context) error {
 		obj := benchutil.NewTeamSpace(n, tsPods, tsCPU)
 		// Every child type but the NetworkPolicy: RoleBinding team-owners too.
 		obj.Object["spec"].(map[string]any)["owners"] = []any{map[string]any{"kind": "Group", "name": n + "-devs"}}
+		if f.extra > 0 {
+			obj.Object["spec"].(map[string]any)["namespaces"] = f.entries(entryCPU)
+		}
 		if r := requester[n]; r != "" {
 			// The admin is exempt: the label stays as written, and the
 			// API server's requested-by is the admin for all, so the
@@ -925,6 +946,9 @@ func (f *fleet) findProcsAgain() ([]string, error) {
 // back), waits -down and starts the engine: time until every quota holds
 // the new value and every TeamSpace is Ready for its new generation.
 func (f *fleet) catchUp(ctx context.Context, stopCmd, startCmd string, down time.Duration) error {
+	if f.extra > 0 {
+		return fmt.Errorf("catchup changes spec.pods, which -namespaces divides: run it without")
+	}
 	pods := tsPods - 1
 	if f.quotasWith(strconv.Itoa(pods)) == len(f.names) {
 		pods = tsPods
@@ -974,7 +998,7 @@ func (f *fleet) quotasWith(want string) int {
 	n := 0
 	for _, o := range f.quotas.List() {
 		q, ok := o.(*corev1.ResourceQuota)
-		if ok && strings.HasPrefix(q.Namespace, "team-"+f.prefix+"-") && hardPods(q.Spec.Hard) == want {
+		if ok && strings.HasPrefix(q.Namespace, "team-"+f.prefix+"-") && !strings.Contains(q.Namespace, "--") && hardPods(q.Spec.Hard) == want {
 			n++
 		}
 	}
@@ -1031,7 +1055,7 @@ func hardPods(rl corev1.ResourceList) string {
 // revert patches spec.hard.pods to 99 (done when the value is back).
 func (f *fleet) probe(ctx context.Context, kind, name string) (time.Duration, error) {
 	ns := "team-" + name
-	want := strconv.Itoa(tsPods)
+	want := strconv.Itoa(f.mainPods())
 	// lastUID is the quota about to be deleted, read before the delete: read
 	// after it, a repair faster than this goroutine (2 busy cores) had
 	// already put the new quota's uid there, and the probe waited in vain.
@@ -1110,7 +1134,7 @@ func (f *fleet) churnPods(ctx context.Context, rate int, podLife time.Duration) 
 		go func() {
 			defer creators.Done()
 			for k := range creates {
-				ns := "team-" + f.names[k%len(f.names)]
+				ns := f.namespaces[k%len(f.namespaces)]
 				name := fmt.Sprintf("churn-%d", k)
 				if _, err := f.c.Kube.CoreV1().Pods(ns).Create(ctx, churnPod(name), metav1.CreateOptions{}); err != nil {
 					if ctx.Err() == nil {
@@ -1173,8 +1197,8 @@ func churnPod(name string) *corev1.Pod {
 
 // deletePods deletes every churn pod left (a deleter that fell behind).
 func (f *fleet) deletePods(ctx context.Context) {
-	for _, n := range f.names {
-		_ = f.c.Kube.CoreV1().Pods("team-"+n).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: "teamspace-bench=churn"})
+	for _, ns := range f.namespaces {
+		_ = f.c.Kube.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: "teamspace-bench=churn"})
 	}
 }
 
@@ -1267,4 +1291,86 @@ func (f *fleet) cleanup(wait time.Duration) {
 			log.Printf("cleanup: TeamSpaces still deleting after %s (the engine finalizes them)", wait)
 		}
 	})
+}
+
+// entries is spec.namespaces of -namespaces entries, e1 with e1CPU
+// millicores, the others entryCPU.
+func (f *fleet) entries(e1CPU int) []any {
+	var out []any
+	for e := 1; e <= f.extra; e++ {
+		cpu := entryCPU
+		if e == 1 {
+			cpu = e1CPU
+		}
+		out = append(out, map[string]any{"name": fmt.Sprintf("e%d", e), "pods": entryPods, "cpu": fmt.Sprintf("%dm", cpu)})
+	}
+	return out
+}
+
+// mainPods is team-<name>'s share of spec.pods.
+func (f *fleet) mainPods() int { return tsPods - f.extra*entryPods }
+
+// move is the cost of a share moved between two namespaces (issue #52):
+// in every TeamSpace, 100m of cpu from e1 to team-<name> (one spec
+// write each), timed until every one of both quotas holds its new share,
+// and until all are Ready for their new generation; the engine's
+// requests and the CPU in that window.
+func (f *fleet) move(ctx context.Context) error {
+	if f.extra == 0 {
+		fmt.Fprintln(os.Stderr, "move: nothing to move without -namespaces")
+		return nil
+	}
+	if ready := f.readyCount(); ready != len(f.names) {
+		return fmt.Errorf("not all Ready before the move (%d/%d)", ready, len(f.names))
+	}
+	e1 := entryCPU - 100
+	mainCPU := resource.MustParse(tsCPU)
+	mainCPU.Sub(*resource.NewMilliQuantity(int64(f.extra-1)*entryCPU+int64(e1), resource.DecimalSI))
+	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"namespaces": f.entries(e1)}})
+	if err != nil {
+		return err
+	}
+	ts := f.c.Dynamic.Resource(benchutil.TeamSpaces)
+	w := f.begin(ctx)
+	if err := parallel(f.names, 32, func(n string) error {
+		_, err := ts.Patch(ctx, n, types.MergePatchType, patch, metav1.PatchOptions{})
+		return err
+	}); err != nil {
+		return err
+	}
+	written := time.Since(w.start)
+	wantE1 := resource.NewMilliQuantity(int64(e1), resource.DecimalSI).String()
+	moved := func() int {
+		n := 0
+		for _, name := range f.names {
+			q1, ok1, _ := f.quotas.GetByKey("team-" + name + "--e1/" + quotaName)
+			q0, ok0, _ := f.quotas.GetByKey("team-" + name + "/" + quotaName)
+			if ok1 && ok0 {
+				c1 := q1.(*corev1.ResourceQuota).Spec.Hard[corev1.ResourceRequestsCPU]
+				c0 := q0.(*corev1.ResourceQuota).Spec.Hard[corev1.ResourceRequestsCPU]
+				if c1.String() == wantE1 && c0.Cmp(mainCPU) == 0 {
+					n++
+				}
+			}
+		}
+		return n
+	}
+	var allQuotas time.Duration
+	deadline := w.start.Add(f.timeout)
+	for {
+		if allQuotas == 0 && moved() == len(f.names) {
+			allQuotas = time.Since(w.start)
+		}
+		if allQuotas != 0 && f.readyCount() == len(f.names) {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("after %s: %d/%d moved, %d/%d Ready", f.timeout, moved(), len(f.names), f.readyCount(), len(f.names))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	allReady := time.Since(w.start)
+	line, _ := w.end(ctx)
+	f.result("move count=%d namespaces=%d specs_written_ms=%s all_quotas_ms=%s all_ready_ms=%s %s", len(f.names), f.extra+1, benchutil.Ms(written), benchutil.Ms(allQuotas), benchutil.Ms(allReady), line)
+	return nil
 }
