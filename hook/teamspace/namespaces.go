@@ -26,10 +26,10 @@ import (
 //     and each count where the spec sets the total, named or not (not
 //     named: an equal part of what the named shares leave, with
 //     team-<name>'s); the named add up to less than each total.
-//   - objects: every namespace holds a ConfigMap and both quotas itself;
-//     team-<name>'s come out of the total (as today), an extra
-//     namespace's on top of its share, so that the platform's default
-//     resourcequotas=2 leaves room for the team's namespaces.
+//   - objects: every namespace holds a ConfigMap itself; team-<name>'s
+//     comes out of the total (as today), an extra namespace's on top of
+//     its share. resourcequotas is not divided (objectCount.whole): every
+//     namespace holds the count.
 
 // NamespaceShare is one entry of spec.namespaces in canonical form: one
 // more namespace of the team (ExtraNamespaceName) and its share of the
@@ -103,6 +103,10 @@ func checkNamespaces(entries []v1alpha1.NamespaceEntry, spec Spec) ([]NamespaceS
 		for _, k := range slices.Sorted(maps.Keys(e.Objects)) {
 			n := int64(e.Objects[k])
 			i := slices.IndexFunc(objectCounts, func(c objectCount) bool { return string(c.name) == k })
+			if i >= 0 && objectCounts[i].whole {
+				problems = append(problems, fmt.Sprintf("%s.objects.%s is not divided: every namespace holds spec.objects.%s", at, k, k))
+				continue
+			}
 			if _, counted := spec.Objects[corev1.ResourceName(k)]; i < 0 || !counted {
 				problems = append(problems, fmt.Sprintf("%s.objects.%s is a share of a count spec.objects does not keep", at, k))
 				continue

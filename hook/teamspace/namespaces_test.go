@@ -57,17 +57,22 @@ func TestParseSpecNamespaces(t *testing.T) {
 			problems: []string{"spec.namespaces[0].objects.configmaps is a share of a count spec.objects does not keep"},
 		},
 		{
-			name: "the platform's default counts (resourcequotas 2: the namespaces' own quotas come on top)",
-			spec: `{"pods":4,"objects":{"configmaps":50,"resourcequotas":2},"namespaces":[{"name":"a","pods":1,"cpu":"100m"},{"name":"b","pods":1,"cpu":"100m","objects":{"configmaps":0,"resourcequotas":0}}]}`,
+			name: "the platform's default counts (the namespaces' own ConfigMaps come on top)",
+			spec: `{"pods":4,"objects":{"configmaps":50,"resourcequotas":3},"namespaces":[{"name":"a","pods":1,"cpu":"100m"},{"name":"b","pods":1,"cpu":"100m","objects":{"configmaps":0}}]}`,
 			want: []NamespaceShare{
 				{Name: "a", Pods: "1", CPU: "100m"},
-				{Name: "b", Pods: "1", CPU: "100m", Objects: map[corev1.ResourceName]int64{"configmaps": 0, "resourcequotas": 0}},
+				{Name: "b", Pods: "1", CPU: "100m", Objects: map[corev1.ResourceName]int64{"configmaps": 0}},
 			},
 		},
 		{
-			name:     "objects leaving team-<name> less than its quotas",
-			spec:     `{"pods":4,"objects":{"resourcequotas":4},"namespaces":[{"name":"a","pods":1,"cpu":"100m","objects":{"resourcequotas":3}}]}`,
-			problems: []string{"spec.namespaces: the namespaces' objects.resourcequotas add up to 3, more than spec.objects.resourcequotas 4 less the 2 team-<name> holds itself"},
+			name:     "objects leaving team-<name> less than its ConfigMap",
+			spec:     `{"pods":4,"objects":{"configmaps":4},"namespaces":[{"name":"a","pods":1,"cpu":"100m","objects":{"configmaps":4}}]}`,
+			problems: []string{"spec.namespaces: the namespaces' objects.configmaps add up to 4, more than spec.objects.configmaps 4 less the 1 team-<name> holds itself"},
+		},
+		{
+			name:     "a share of resourcequotas, which is not divided",
+			spec:     `{"pods":4,"objects":{"resourcequotas":3},"namespaces":[{"name":"a","pods":1,"cpu":"100m","objects":{"resourcequotas":1}}]}`,
+			problems: []string{"spec.namespaces[0].objects.resourcequotas is not divided: every namespace holds spec.objects.resourcequotas"},
 		},
 		{
 			name:     "names: --, upper case, twice",

@@ -36,7 +36,12 @@ var objectCounts = []objectCount{
 	{name: "configmaps", min: 1, why: "the namespace holds ConfigMap kube-root-ca.crt, which every pod mounts"},
 	{name: "persistentvolumeclaims"},
 	{name: "replicationcontrollers"},
-	{name: "resourcequotas", min: 2, why: "the namespace holds team-quota and team-objects"},
+	// Whole in every namespace: a team cannot make quotas (ClusterRole
+	// admin holds no write on them), so the count bounds only the
+	// platform's two, and one more (the shipped default) lets the engine
+	// make a deleted one again before the quota controller has counted the
+	// deletion: admission refuses it until then.
+	{name: "resourcequotas", min: 2, why: "the namespace holds team-quota and team-objects", whole: true},
 	{name: "secrets"},
 	{name: "services"},
 	{name: "services.loadbalancers"},
@@ -56,6 +61,9 @@ type objectCount struct {
 	name corev1.ResourceName
 	min  int64
 	why  string
+	// whole: not divided among a team's namespaces; each holds the count
+	// (spec.namespaces, unit.go).
+	whole bool
 }
 
 // checkObjects checks the optional spec.objects (raw for the messages): nil

@@ -53,9 +53,10 @@ func teamNamespaces(teamspace string, spec Spec) []string {
 // to the total exactly (the schema keeps the named shares below it):
 // an entry's named share is its own; the rest is divided equally, rounded
 // down, among team-<name> and the entries that name none, and team-<name>
-// takes what rounding leaves. Object counts differ in one way: every
-// namespace holds its own ConfigMap and quotas (objectCounts' minimum),
-// team-<name> out of the total, an extra namespace on top of its share.
+// takes what rounding leaves. Object counts differ: every namespace holds
+// its own ConfigMap (objectCounts' minimum), team-<name> out of the
+// total, an extra namespace on top of its share; resourcequotas is not
+// divided (objectCount.whole).
 func units(teamspace string, spec Spec) []*unit {
 	main := mainUnit(teamspace, spec)
 	if len(spec.Namespaces) == 0 {
@@ -125,6 +126,12 @@ func divideObjects(all []*unit, spec Spec) {
 	for _, c := range objectCounts {
 		total, ok := spec.Objects[c.name]
 		if !ok {
+			continue
+		}
+		if c.whole {
+			for _, u := range all {
+				u.spec.Objects[c.name] = total
+			}
 			continue
 		}
 		free := total - c.min
@@ -271,7 +278,7 @@ func (r *Request) reserve(main *unit, kept []*unit, team Spec) {
 					}
 				default:
 					i := slices.IndexFunc(objectCounts, func(c objectCount) bool { return c.name == k })
-					if n, ok := objects[k]; ok && i >= 0 {
+					if n, ok := objects[k]; ok && i >= 0 && !objectCounts[i].whole {
 						own := objectCounts[i].min
 						objects[k] = max(n-(v.Value()-own), own)
 					}

@@ -64,15 +64,15 @@ func TestUnits(t *testing.T) {
 			},
 		},
 		{
-			name: "objects: an extra namespace's own ConfigMap and quotas on top of its share",
-			spec: `{"pods":4,"objects":{"configmaps":10,"resourcequotas":2,"secrets":7},"namespaces":[{"name":"x","pods":1,"cpu":"100m","objects":{"secrets":5}},{"name":"y","pods":1,"cpu":"100m"}]}`,
+			name: "objects: an extra namespace's own ConfigMap on top of its share, resourcequotas whole in each",
+			spec: `{"pods":4,"objects":{"configmaps":10,"resourcequotas":3,"secrets":7},"namespaces":[{"name":"x","pods":1,"cpu":"100m","objects":{"secrets":5}},{"name":"y","pods":1,"cpu":"100m"}]}`,
 			want: []unitPart{
 				{Namespace: "team-a", Pods: "2", CPU: "800m", DefCPU: "400m", NetworkPolicyFromOthers: []string{"team-a--x", "team-a--y"},
-					Objects: map[corev1.ResourceName]int64{"configmaps": 4, "resourcequotas": 2, "secrets": 1}},
+					Objects: map[corev1.ResourceName]int64{"configmaps": 4, "resourcequotas": 3, "secrets": 1}},
 				{Namespace: "team-a--x", Pods: "1", CPU: "100m", DefCPU: "100m", NetworkPolicyFromOthers: []string{"team-a", "team-a--y"},
-					Objects: map[corev1.ResourceName]int64{"configmaps": 4, "resourcequotas": 2, "secrets": 5}},
+					Objects: map[corev1.ResourceName]int64{"configmaps": 4, "resourcequotas": 3, "secrets": 5}},
 				{Namespace: "team-a--y", Pods: "1", CPU: "100m", DefCPU: "100m", NetworkPolicyFromOthers: []string{"team-a", "team-a--x"},
-					Objects: map[corev1.ResourceName]int64{"configmaps": 4, "resourcequotas": 2, "secrets": 1}},
+					Objects: map[corev1.ResourceName]int64{"configmaps": 4, "resourcequotas": 3, "secrets": 1}},
 			},
 		},
 		{
@@ -141,8 +141,18 @@ func TestUnitsAddUpToTheTotals(t *testing.T) {
 			add("ephemeralStorage", u.spec.EphemeralStorage)
 			for _, k := range slices.Sorted(maps.Keys(u.spec.Objects)) {
 				counts[k] += u.spec.Objects[k]
-				if j > 0 {
-					i := slices.IndexFunc(objectCounts, func(c objectCount) bool { return c.name == k })
+				i := slices.IndexFunc(objectCounts, func(c objectCount) bool { return c.name == k })
+				switch {
+				case objectCounts[i].whole:
+					// Every namespace holds it whole.
+					if u.spec.Objects[k] != spec.Objects[k] {
+						t.Errorf("%s: %s holds %s %d, want the whole %d", b, u.namespace, k, u.spec.Objects[k], spec.Objects[k])
+					}
+					counts[k] -= u.spec.Objects[k]
+					if j == 0 {
+						counts[k] += spec.Objects[k]
+					}
+				case j > 0:
 					counts[k] -= objectCounts[i].min
 				}
 			}

@@ -1,9 +1,20 @@
 package cluster_test
 
 import (
+	"context"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/labhub/teamspace/hook/teamspace"
+	"github.com/labhub/teamspace/tests/controlplane"
 )
 
 // TestOwnersDivideTheBudget (issue #52, items 4 and 6), by impersonation:
@@ -42,7 +53,9 @@ func TestOwnersDivideTheBudget(t *testing.T) {
 	wantRefusedBy(t, "the owner's fourth namespace", patch(four), "teamspace-limits", "maxNamespaces")
 
 	// Removal: the annotation never lists an entry that is there.
-	confirm := func(v string) string { return `{"metadata":{"annotations":{"platform.labhub.io/remove-namespaces":"` + v + `"}}}` }
+	confirm := func(v string) string {
+		return `{"metadata":{"annotations":{"platform.labhub.io/remove-namespaces":"` + v + `"}}}`
+	}
 	var err error
 	if !eventually(10*time.Second, 200*time.Millisecond, func() bool { err = patch(confirm("dev")); return err != nil }) {
 		t.Fatal("the owner listing dev for removal while the entry is there: admitted")
@@ -62,4 +75,89 @@ func TestOwnersDivideTheBudget(t *testing.T) {
 	}
 	wantRefusedBy(t, "another annotation", patch(`{"metadata":{"annotations":{"platform.labhub.io/protected":"false"}}}`),
 		"teamspace-owner-updates", "metadata.annotations[platform.labhub.io/protected]")
+}
+
+// TestTeamBudgetUnderConcurrentScaleUps (issue #52, item 3): a team of
+// three namespaces with 6 pods and 600m in total, its namespaces and
+// quotas made from the hook's answer; 45 pods created at once, 15 into
+// each namespace, as its owner. The API server admits exactly each
+// namespace's share (team-<name> 2, dev 1, prod 3): never more than the
+// totals, whatever the interleaving, because each namespace's quota is its
+// own and the shares add up to the totals. The same creates are run three
+// times.
+func TestTeamBudgetUnderConcurrentScaleUps(t *testing.T) {
+	parallel(t)
+	installOwnerAccess(t)
+	cp := controlplane.Need(t)
+	s := suffix(t, 6)
+	owner, name := "owner-"+s, "budget-"+s
+	spec := ownedBy(map[string]any{"pods": 6, "cpu": "600m", "namespaces": []any{
+		map[string]any{"name": "dev", "pods": 1, "cpu": "100m"},
+		map[string]any{"name": "prod", "pods": 3, "cpu": "300m"},
+	}}, owner)
+	createOwned(t, name, spec)
+	shares := map[string]int{
+		teamspace.NamespaceName(name):              2,
+		teamspace.ExtraNamespaceName(name, "dev"):  1,
+		teamspace.ExtraNamespaceName(name, "prod"): 3,
+	}
+	cfg := benchConfig(t, cp.Kubeconfig)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: owner}
+	client := kubernetes.NewForConfigOrDie(cfg).CoreV1()
+	ctx := context.Background()
+	for round := range 3 {
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		admitted := map[string]int{}
+		var other []error
+		for ns := range shares {
+			for i := range 15 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("up-%d-%d", round, i)},
+						Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.invalid/none"}}}}
+					_, err := client.Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
+					mu.Lock()
+					defer mu.Unlock()
+					switch {
+					case err == nil:
+						admitted[ns]++
+					case !strings.Contains(err.Error(), "exceeded quota"):
+						other = append(other, err)
+					}
+				}()
+			}
+		}
+		wg.Wait()
+		if len(other) > 0 {
+			t.Fatalf("round %d: pods refused for another reason than the quota: %v", round, other[0])
+		}
+		total := 0
+		for ns, want := range shares {
+			total += admitted[ns]
+			if admitted[ns] != want {
+				t.Errorf("round %d: %d pods admitted in %s, want its share %d", round, admitted[ns], ns, want)
+			}
+		}
+		if total > 6 {
+			t.Errorf("round %d: %d pods admitted in the team's namespaces, above its total of 6", round, total)
+		}
+		for ns := range shares {
+			if err := client.Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}, metav1.ListOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// The quota controller counts the deletions before the next round.
+		if !eventually(30*time.Second, 200*time.Millisecond, func() bool {
+			for ns := range shares {
+				if out, _ := kubectl(t, "", "-n", ns, "get", "resourcequota", "team-quota", "-o", "jsonpath={.status.used.pods}"); out != "0" {
+					return false
+				}
+			}
+			return true
+		}) {
+			t.Fatalf("round %d: the quotas do not count 0 pods 30s after the deletions", round)
+		}
+	}
 }

@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -32,7 +34,10 @@ import (
 //     made, nothing of the team's goes in it; once it is gone the entry
 //     gets its namespace;
 //   - an entry removed keeps its namespace and everything in it, its share
-//     held back from team-eta: the four quotas add up to the totals.
+//     held back from team-eta: the four quotas add up to the totals; once
+//     the owner confirms the removal, the namespace is archived and goes;
+//   - the owner moves shares and confirms removals (impersonated);
+//   - deleting the TeamSpace archives all its namespaces in its record.
 func stepTeamNamespaces(t *testing.T, w *walk) {
 	const name = "eta"
 	entries := func(list ...string) string { return `{"spec":{"namespaces":[` + strings.Join(list, ",") + `]}}` }
@@ -129,9 +134,16 @@ func stepTeamNamespaces(t *testing.T, w *walk) {
 	w.poll(t, "team-eta--dev's quota back", func() bool { return hard("team-eta--dev") == wantShares["team-eta--dev"] })
 	backIn := time.Since(deleted)
 
-	// A share moved: dev gives 150m to team-eta.
+	// A share moved by the owner: dev gives 150m to team-eta.
+	annTS := dynamic.NewForConfigOrDie(w.as("ann")).Resource(teamSpaces)
+	asAnn := func(patch string) error {
+		_, err := annTS.Patch(w.ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+		return err
+	}
 	moved := time.Now()
-	w.patchTeamSpace(t, name, entries(`{"name":"dev","pods":1,"cpu":"100m"}`, prod))
+	if err := asAnn(entries(`{"name":"dev","pods":1,"cpu":"100m"}`, prod)); err != nil {
+		t.Fatalf("owner ann moving 150m from dev to team-eta: %v", err)
+	}
 	w.poll(t, "the cpu moved from dev to team-eta", func() bool {
 		return hard("team-eta--dev").cpu == "100m" && hard("team-eta").cpu == "400m"
 	})
@@ -198,11 +210,46 @@ func stepTeamNamespaces(t *testing.T, w *walk) {
 	if got := hard("team-eta--qa"); got != qaBefore {
 		t.Errorf("team-eta--qa's kept quota went from %+v to %+v", qaBefore, got)
 	}
+
+	// The owner confirms the removal: the namespace is archived, then goes.
+	qaNS, _ := w.namespace("team-eta--qa")
+	if err := asAnn(`{"metadata":{"annotations":{"platform.labhub.io/remove-namespaces":"qa"}}}`); err != nil {
+		t.Fatalf("owner ann confirming qa's removal: %v", err)
+	}
+	confirmed := time.Now()
+	w.poll(t, "team-eta--qa gone once its removal is confirmed", func() bool { _, ok := w.namespace("team-eta--qa"); return !ok })
+	removedIn := time.Since(confirmed)
+	where, rec := w.findRecord(t, string(qaNS.UID))
+	if rec == nil || rec["name"] != "team-eta--qa" || rec["entry"] != "qa" || rec["teamspace"] != name {
+		t.Errorf("archive record of team-eta--qa (uid %s): %v at %q, want its name, entry and TeamSpace", qaNS.UID, rec, where)
+	}
+	w.poll(t, name+" Ready once qa is gone", func() bool { return w.ready(name) })
+	if err := asAnn(`{"metadata":{"annotations":{"platform.labhub.io/remove-namespaces":null}}}`); err != nil {
+		t.Errorf("owner ann taking the confirmation off: %v", err)
+	}
+
+	// Deleting the TeamSpace archives every namespace in its record.
+	if err := w.dyn.Resource(teamSpaces).Delete(w.ctx, name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	w.poll(t, name+" gone", func() bool { return w.gone(name) })
+	for _, ns := range []string{"team-eta", "team-eta--dev", "team-eta--prod"} {
+		if _, ok := w.namespace(ns); ok {
+			if n, _ := w.namespace(ns); n.DeletionTimestamp == nil {
+				t.Errorf("namespace %s is left after its TeamSpace, not terminating", ns)
+			}
+		}
+	}
+	_, deletion := w.findRecord(t, string(ts.GetUID()))
+	if got := fmt.Sprint(deletion["namespaces"]); got != "[team-eta team-eta--dev team-eta--prod]" {
+		t.Errorf("%s's archive record lists namespaces %s, want all three", name, got)
+	}
 	w.evidence(t, "team-namespaces.json", map[string]any{
 		"shares": fmt.Sprintf("%+v", wantShares), "kept_sum": fmt.Sprintf("%+v", sum), "columns": columns, "ready_in": readyIn.String(),
 		"second_pod_in_dev_refused": errText(overErr), "quota_back_in": backIn.String(), "share_moved_in": movedIn.String(),
-		"conflict": conflictMsg, "kept": keptMsg,
-		"measured": fmt.Sprintf("TeamSpace %s as the admin; pods as owner ann; no kubelet runs them", name),
+		"conflict": conflictMsg, "kept": keptMsg, "removal_record": where, "removed_in": removedIn.String(),
+		"deletion_record_namespaces": deletion["namespaces"],
+		"measured":                   fmt.Sprintf("TeamSpace %s as the admin; pods as owner ann; no kubelet runs them", name),
 	})
 }
 

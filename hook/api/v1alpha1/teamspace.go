@@ -256,9 +256,9 @@ type NamespaceEntry struct {
 	EphemeralStorage string `json:"ephemeralStorage,omitempty"`
 
 	// Its share of counts of spec.objects, of kinds spec.objects counts (a
-	// kind left out: an equal part of the rest). The namespace's quota
-	// holds its share and what the namespace holds itself besides (one
-	// ConfigMap, kube-root-ca.crt, and two quotas), as team-<name>'s does.
+	// kind left out: an equal part of the rest), but resourcequotas, which
+	// every namespace holds whole. The namespace's quota holds its share
+	// and, besides, the ConfigMap it holds itself (kube-root-ca.crt).
 	//
 	// +optional
 	Objects ObjectShares `json:"objects,omitempty"`
@@ -334,10 +334,12 @@ type GatewayName string
 type ObjectCounts map[string]ObjectCount
 
 // ObjectShares are a namespace's shares of the team's object counts, by
-// quota name.
+// quota name. resourcequotas is not divided: a team cannot make quotas
+// (ClusterRole admin holds no write on them), so every namespace holds
+// spec.objects.resourcequotas, its own two and room to make one again.
 //
-// +kubebuilder:validation:MaxProperties=8
-// +kubebuilder:validation:XValidation:rule="self.all(k, k in ['configmaps', 'persistentvolumeclaims', 'replicationcontrollers', 'resourcequotas', 'secrets', 'services', 'services.loadbalancers', 'services.nodeports'])",message="takes only configmaps, persistentvolumeclaims, replicationcontrollers, resourcequotas, secrets, services, services.loadbalancers, services.nodeports",reason=FieldValueInvalid
+// +kubebuilder:validation:MaxProperties=7
+// +kubebuilder:validation:XValidation:rule="self.all(k, k in ['configmaps', 'persistentvolumeclaims', 'replicationcontrollers', 'secrets', 'services', 'services.loadbalancers', 'services.nodeports'])",message="takes only configmaps, persistentvolumeclaims, replicationcontrollers, secrets, services, services.loadbalancers, services.nodeports (resourcequotas is not divided: every namespace holds spec.objects.resourcequotas)",reason=FieldValueInvalid
 type ObjectShares map[string]ObjectCount
 
 // ObjectCount is how many objects of one kind the namespace may hold,
