@@ -38,9 +38,9 @@ var objectCounts = []objectCount{
 	{name: "replicationcontrollers"},
 	// Whole in every namespace: a team cannot make quotas (ClusterRole
 	// admin holds no write on them), so the count bounds only the
-	// platform's two, and one more (the shipped default) lets the engine
-	// make a deleted one again before the quota controller has counted the
-	// deletion: admission refuses it until then.
+	// platform's own two (and refuses a deleted one made again until the
+	// quota controller has counted the deletion: the shipped limits leave
+	// it out).
 	{name: "resourcequotas", min: 2, why: "the namespace holds team-quota and team-objects", whole: true},
 	{name: "secrets"},
 	{name: "services"},
