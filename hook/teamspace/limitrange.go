@@ -70,11 +70,7 @@ func share(total resource.Quantity, pods int64, milli bool) string {
 	} else {
 		q = resource.NewQuantity(max(total.Value()/pods, 1), total.Format)
 	}
-	s := q.String()
-	if c, err := CanonicalQuantity(s); err == nil {
-		return c
-	}
-	return s
+	return canonical(*q)
 }
 
 // overrideWithin checks a spec.defaults value: a positive quantity not above

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/labhub/teamspace/hook/api/v1alpha1"
-	corev1 "k8s.io/api/core/v1"
 )
 
 // NamespaceStatus is one namespace of a team in status.namespaces.
@@ -69,7 +68,7 @@ func overShare(quota *Object) string {
 		h, okHard := quota.Status.Hard[k]
 		u, okUsed := quota.Status.Used[k]
 		if okHard && okUsed && u.Cmp(h) > 0 {
-			over = append(over, fmt.Sprintf("%s %s", k, fraction(corev1.ResourceList{k: u}, corev1.ResourceList{k: h}, k)))
+			over = append(over, fmt.Sprintf("%s %s", k, fraction(quota.Status.Used, quota.Status.Hard, k)))
 		}
 	}
 	if len(over) == 0 {

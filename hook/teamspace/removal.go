@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
@@ -82,17 +81,11 @@ func (r *Request) removalRecord(u *unit, ns *Object) NamespaceRemoval {
 		TeamSpace: u.teamspace, TeamSpaceUID: string(r.Parent.Metadata.UID), Entry: u.entry,
 		DeletionTimestamp: &at,
 	}
-	for _, t := range []*childType{quotaType, objectsQuotaType} {
-		o := r.observed(t, u)
-		if o == nil {
-			continue
+	for k, v := range r.keptHard(u) {
+		if rec.Quota == nil {
+			rec.Quota = map[string]string{}
 		}
-		for k, v := range t.kept(u, o).(*corev1.ResourceQuota).Spec.Hard {
-			if rec.Quota == nil {
-				rec.Quota = map[string]string{}
-			}
-			rec.Quota[string(k)] = v.String()
-		}
+		rec.Quota[string(k)] = v.String()
 	}
 	return rec
 }

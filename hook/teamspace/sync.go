@@ -55,12 +55,14 @@ func syncWith(r *Request, blocked error) *Response {
 	conflicted := map[*unit]string{}
 	all := units(name, spec)
 	// The namespaces no entry asks for hold their share while they are
-	// there; those whose removal is confirmed go once archived.
+	// there; those whose removal is confirmed go once archived, or wait
+	// (pending) with everything in them while the archive is down.
 	unasked := r.unaskedUnits(all)
 	r.reserve(all[0], unasked, spec)
 	removed, records, keptUnits := r.splitUnasked(unasked)
+	var pending []*unit
 	if blocked != nil {
-		keptUnits = unasked
+		pending, removed, keptUnits = removed, nil, unasked
 		resp.ResyncAfterSeconds = ArchiveRetrySeconds
 	} else {
 		resp.Removals = records
@@ -75,11 +77,7 @@ func syncWith(r *Request, blocked error) *Response {
 		wanted = r.answerUnit(resp, u, perNamespaceTypes, wanted)
 	}
 	wanted = r.answerUnit(resp, answered[0], onceTypes, wanted)
-	if blocked != nil {
-		resp.Status.Namespaces = r.namespaceStatuses(all, unasked, conflicted, nil)
-	} else {
-		resp.Status.Namespaces = r.namespaceStatuses(all, unasked, conflicted, removed)
-	}
+	resp.Status.Namespaces = r.namespaceStatuses(all, unasked, conflicted, removed)
 	kept := r.keepUnasked(resp, keptUnits)
 
 	if msg, creating := r.creating(answered, wanted); creating {
@@ -117,10 +115,7 @@ func syncWith(r *Request, blocked error) *Response {
 		held = append(held, what...)
 	}
 	hold(ReasonNamespaceConflict, conflicts...)
-	if blocked != nil {
-		hold(ReasonArchivePending, removingMessages(removed, blocked)...)
-		removed = nil
-	}
+	hold(ReasonArchivePending, removingMessages(pending, blocked)...)
 	hold(ReasonNamespaceKept, kept...)
 	hold(ReasonNamespaceRemoving, removingMessages(removed, nil)...)
 	if len(spec.ReservedOwners) > 0 {

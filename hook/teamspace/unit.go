@@ -186,7 +186,7 @@ func fits(def, total string) bool {
 	return d.Cmp(t) <= 0
 }
 
-// canonical is q as the API server stores it.
+// canonical is q as the API server stores it (see share).
 func canonical(q resource.Quantity) string {
 	s := q.String()
 	if c, err := CanonicalQuantity(s); err == nil {
@@ -256,36 +256,42 @@ func (r *Request) reserve(main *unit, kept []*unit, team Spec) {
 	}
 	objects := maps.Clone(main.spec.Objects)
 	for _, u := range kept {
-		for _, t := range []*childType{quotaType, objectsQuotaType} {
-			o := r.observed(t, u)
-			if o == nil {
-				continue
-			}
-			for k, v := range t.kept(u, o).(*corev1.ResourceQuota).Spec.Hard {
-				s := &main.spec
-				switch k {
-				case corev1.ResourcePods:
-					s.Pods = less(s.Pods, v.String())
-				case corev1.ResourceRequestsCPU:
-					s.CPU = less(s.CPU, v.String())
-				case corev1.ResourceRequestsMemory:
-					if s.Memory != "" {
-						s.Memory = less(s.Memory, v.String())
-					}
-				case resourceRequestsEphemeral:
-					if s.EphemeralStorage != "" {
-						s.EphemeralStorage = less(s.EphemeralStorage, v.String())
-					}
-				default:
-					i := slices.IndexFunc(objectCounts, func(c objectCount) bool { return c.name == k })
-					if n, ok := objects[k]; ok && i >= 0 && !objectCounts[i].whole {
-						own := objectCounts[i].min
-						objects[k] = max(n-(v.Value()-own), own)
-					}
+		for k, v := range r.keptHard(u) {
+			s := &main.spec
+			switch k {
+			case corev1.ResourcePods:
+				s.Pods = less(s.Pods, v.String())
+			case corev1.ResourceRequestsCPU:
+				s.CPU = less(s.CPU, v.String())
+			case corev1.ResourceRequestsMemory:
+				if s.Memory != "" {
+					s.Memory = less(s.Memory, v.String())
+				}
+			case resourceRequestsEphemeral:
+				if s.EphemeralStorage != "" {
+					s.EphemeralStorage = less(s.EphemeralStorage, v.String())
+				}
+			default:
+				i := slices.IndexFunc(objectCounts, func(c objectCount) bool { return c.name == k })
+				if n, ok := objects[k]; ok && i >= 0 && !objectCounts[i].whole {
+					own := objectCounts[i].min
+					objects[k] = max(n-(v.Value()-own), own)
 				}
 			}
 		}
 	}
 	main.spec.Objects = objects
 	main.spec.DefaultRequestCPU, main.spec.DefaultRequestMemory, main.spec.DefaultEphemeralStorage = unitDefaults(main.spec, team)
+}
+
+// keptHard is what a unit's two quotas hold as last applied (their keys
+// do not overlap): a kept or removed namespace's share.
+func (r *Request) keptHard(u *unit) corev1.ResourceList {
+	hard := corev1.ResourceList{}
+	for _, t := range []*childType{quotaType, objectsQuotaType} {
+		if o := r.observed(t, u); o != nil {
+			maps.Copy(hard, t.kept(u, o).(*corev1.ResourceQuota).Spec.Hard)
+		}
+	}
+	return hard
 }
