@@ -78,8 +78,15 @@ func checkChildren(t *testing.T, body []byte) {
 		t.Fatalf("children is null (the engine would delete everything): %s", body)
 	}
 	for _, c := range resp.Children {
-		if errs := validation.IsDNS1123Label(c.Metadata.Name); len(errs) > 0 {
-			t.Fatalf("child name %q: %v", c.Metadata.Name, errs)
+		// The platform's copies keep their template's name, a DNS
+		// subdomain; every child of the hook's own is a DNS label.
+		nameErrs := validation.IsDNS1123Label(c.Metadata.Name)
+		switch c.Kind {
+		case "ConfigMap", "Secret", "RoleBinding", "NetworkPolicy":
+			nameErrs = validation.IsDNS1123Subdomain(c.Metadata.Name)
+		}
+		if len(nameErrs) > 0 {
+			t.Fatalf("child name %q: %v", c.Metadata.Name, nameErrs)
 		}
 		switch c.Kind {
 		case "Namespace":
@@ -92,7 +99,7 @@ func checkChildren(t *testing.T, body []byte) {
 					t.Fatalf("quota %s=%q does not parse: %v", k, v, err)
 				}
 			}
-		case "LimitRange", "RoleBinding", "NetworkPolicy":
+		case "LimitRange", "RoleBinding", "NetworkPolicy", "ConfigMap", "Secret":
 			if errs := validation.IsDNS1123Label(c.Metadata.Namespace); len(errs) > 0 {
 				t.Fatalf("%s namespace %q: %v", c.Kind, c.Metadata.Namespace, errs)
 			}

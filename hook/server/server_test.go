@@ -114,8 +114,8 @@ func TestBadInput(t *testing.T) {
 		{name: "uid with slash", path: "/finalize", body: mutate(t, gone, func(m map[string]any) { meta(m)["uid"] = "../x" }), wantCode: 400, wantInBody: "metadata.uid"},
 		{name: "missing uid", path: "/finalize", body: mutate(t, gone, func(m map[string]any) { delete(meta(m), "uid") }), wantCode: 400, wantInBody: "metadata.uid"},
 		{name: "child of unexpected kind", path: "/sync", body: mutate(t, steady, func(m map[string]any) {
-			m["children"].(map[string]any)["ConfigMap.v1"] = map[string]any{"x": map[string]any{"kind": "ConfigMap"}}
-		}), wantCode: 400, wantInBody: "ConfigMap.v1"},
+			m["children"].(map[string]any)["Pod.v1"] = map[string]any{"x": map[string]any{"kind": "Pod"}}
+		}), wantCode: 400, wantInBody: "Pod.v1"},
 		{name: "child of wrong kind under a known type", path: "/sync", body: mutate(t, steady, func(m map[string]any) {
 			m["children"].(map[string]any)["Namespace.v1"] = map[string]any{"team-gamma": map[string]any{"kind": "Secret"}}
 		}), wantCode: 400, wantInBody: "is not a Namespace"},

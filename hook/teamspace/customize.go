@@ -16,7 +16,8 @@ import (
 // A TeamSpace whose requester is counted (RequesterLabel) also sees the
 // limits ConfigMap and the TeamSpaces of the same label, for the
 // requester's allowance (allowance.go); the engine then re-syncs it when
-// any of them changes.
+// any of them changes. Every TeamSpace sees the platform's templates
+// (copies.go), and is re-synced when one changes.
 func Customize(r *Request) *CustomizeResponse {
 	name := r.Parent.Metadata.Name
 	rules := []RelatedResourceRule{{
@@ -40,6 +41,7 @@ func Customize(r *Request) *CustomizeResponse {
 			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{RequesterLabel: label}},
 		})
 	}
+	rules = append(rules, templateRules()...)
 	return &CustomizeResponse{RelatedResources: rules}
 }
 

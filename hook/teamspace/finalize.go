@@ -95,13 +95,18 @@ func (r *Request) remainingChildren() []string {
 			out = append(out, fmt.Sprintf("namespace %s (%s)", ns.Metadata.Name, state))
 		}
 	}
-	for _, k := range childTypeKeys() {
+	for _, k := range append(childTypeKeys(), copyKeys()...) {
 		if k == namespaceType.key {
 			continue
 		}
-		t := childTypeByKey(k)
+		kind := ""
+		if t := childTypeByKey(k); t != nil {
+			kind = t.kind
+		} else {
+			kind = copyKindByKey(k).kind
+		}
 		for _, key := range sortedKeys(r.Children[k]) {
-			out = append(out, fmt.Sprintf("%s %s", t.kind, key))
+			out = append(out, fmt.Sprintf("%s %s", kind, key))
 		}
 	}
 	return out

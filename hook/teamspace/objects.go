@@ -119,9 +119,12 @@ func checkEphemeralStorage(s string, spec *Spec) error {
 	return nil
 }
 
-// objectsHard is team-objects' spec.hard for a valid spec; nil when the
-// spec sets neither objects nor ephemeralStorage.
-func objectsHard(spec Spec) corev1.ResourceList {
+// objectsHard is team-objects' spec.hard for a unit of a valid spec; nil
+// when the spec sets neither objects nor ephemeralStorage. A count is
+// raised by the platform's copies of that kind in the namespace
+// (copies.go): they are not the team's.
+func objectsHard(u *unit) corev1.ResourceList {
+	spec := u.spec
 	if spec.EphemeralStorage == "" && len(spec.Objects) == 0 {
 		return nil
 	}
@@ -130,8 +133,9 @@ func objectsHard(spec Spec) corev1.ResourceList {
 		hard[resourceRequestsEphemeral] = resource.MustParse(spec.EphemeralStorage)
 		hard[resourceLimitsEphemeral] = resource.MustParse(spec.EphemeralStorage)
 	}
+	counted := copiesCounted(u.copies)
 	for k, n := range spec.Objects {
-		hard[k] = *resource.NewQuantity(n, resource.DecimalSI)
+		hard[k] = *resource.NewQuantity(n+counted[k], resource.DecimalSI)
 	}
 	return hard
 }
@@ -163,7 +167,7 @@ var objectsQuotaType = &childType{
 	outOfDateReason: ReasonQuotaOutOfDate,
 	newObject:       func() object { return &corev1.ResourceQuota{} },
 	build: func(u *unit, _ *Object) object {
-		hard := objectsHard(u.spec)
+		hard := objectsHard(u)
 		if hard == nil {
 			return nil
 		}
@@ -174,7 +178,7 @@ var objectsQuotaType = &childType{
 	describe: func(obj object) string { return describeObjectsHard(obj.(*corev1.ResourceQuota).Spec.Hard) },
 	noun:     "quota",
 	ready: func(u *unit) string {
-		if hard := objectsHard(u.spec); hard != nil {
+		if hard := objectsHard(u); hard != nil {
 			return " and " + describeObjectsHard(hard)
 		}
 		return ""

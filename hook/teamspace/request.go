@@ -72,9 +72,13 @@ type Object struct {
 	RoleRef    json.RawMessage `json:"roleRef,omitempty"`
 	Subjects   json.RawMessage `json:"subjects,omitempty"`
 	Rules      json.RawMessage `json:"rules,omitempty"`
-	// Data is a ConfigMap's (the limits, a related object).
-	Data   map[string]string `json:"data,omitempty"`
-	Status struct {
+	// Data is a ConfigMap's (the limits, a template) or a Secret's
+	// (base64, as stored); BinaryData a ConfigMap's, Type a Secret's:
+	// a template's content (copies.go).
+	Data       map[string]string `json:"data,omitempty"`
+	BinaryData map[string]string `json:"binaryData,omitempty"`
+	Type       string            `json:"type,omitempty"`
+	Status     struct {
 		Phase string `json:"phase"`
 		// Hard and Used are a ResourceQuota's figures as its controller
 		// reports them (see Usage).

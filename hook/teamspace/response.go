@@ -29,7 +29,9 @@ type Status struct {
 	Usage *Usage `json:"usage,omitempty"`
 	// Namespaces are the team's namespaces when it has more than one
 	// (nsstatus.go).
-	Namespaces []NamespaceStatus  `json:"namespaces,omitempty"`
+	Namespaces []NamespaceStatus `json:"namespaces,omitempty"`
+	// Templates are the platform's templates not copied (copies.go).
+	Templates  []TemplateStatus   `json:"templates,omitempty"`
 	Conditions []metav1.Condition `json:"conditions"`
 }
 

@@ -54,6 +54,15 @@ func syncWith(r *Request, blocked error) *Response {
 	var conflicts []string
 	conflicted := map[*unit]string{}
 	all := units(name, spec)
+	// The platform's templates that select the TeamSpace, copied into
+	// each of its namespaces (copies.go); before anything is answered,
+	// since they raise team-objects' counts.
+	templates := r.templates()
+	selected := r.selected(templates)
+	for _, u := range all {
+		u.copies, u.taken = unitCopies(selected, u)
+	}
+	copyStatus := invalidTemplates(templates)
 	// The namespaces no entry asks for hold their share while they are
 	// there; those whose removal is confirmed go once archived, or wait
 	// (pending) with everything in them while the archive is down.
@@ -75,11 +84,13 @@ func syncWith(r *Request, blocked error) *Response {
 		}
 		answered = append(answered, u)
 		wanted = r.answerUnit(resp, u, perNamespaceTypes, wanted)
+		copyStatus = append(copyStatus, r.answerCopies(resp, u)...)
 	}
 	wanted = r.answerUnit(resp, answered[0], onceTypes, wanted)
 	resp.Status.Namespaces = r.namespaceStatuses(all, unasked, conflicted, removed)
 	kept := r.keepUnasked(resp, keptUnits)
 
+	resp.Status.Templates = copyStatus
 	if msg, creating := r.creating(answered, wanted); creating {
 		// The namespace is named once what it holds is there, not while
 		// it is empty: the status stays the same through both syncs.
@@ -87,6 +98,7 @@ func syncWith(r *Request, blocked error) *Response {
 		for i := range resp.Status.Namespaces {
 			resp.Status.Namespaces[i].State = NamespacePending
 		}
+		resp.Status.Templates = settled(copyStatus)
 		resp.setReady(r, metav1.ConditionFalse, ReasonCreating, msg)
 		return resp
 	}
@@ -261,6 +273,7 @@ func keepChildren(r *Request, resp *Response, unobserved bool) []string {
 			types = childTypes
 		}
 		kept = append(kept, keepUnit(r, resp, u, types, unobserved && i == 0)...)
+		r.keepCopies(resp, u)
 	}
 	return kept
 }
@@ -317,6 +330,7 @@ func (r *Request) keepUnasked(resp *Response, units []*unit) []string {
 	var kept []string
 	for _, u := range units {
 		keepUnit(r, resp, u, perNamespaceTypes, false)
+		r.keepCopies(resp, u)
 		if !slices.Contains(confirmed, u.entry) {
 			kept = append(kept, fmt.Sprintf("namespace %s is no longer in spec.namespaces; it is kept with everything in it, its share held back from team-%s, until its removal is confirmed: annotation %s listing %s",
 				u.namespace, u.teamspace, RemoveNamespacesAnnotation, u.entry))

@@ -28,6 +28,10 @@ type unit struct {
 	// ephemeral storage, object counts) and the defaults derived from them
 	// replaced by the unit's part; everything else is the TeamSpace's.
 	spec Spec
+	// copies are the platform's templates copied into the namespace,
+	// taken those whose name is a child's of its own (copies.go); none
+	// while the spec is invalid.
+	copies, taken []*template
 }
 
 // mainUnit is team-<name> for a spec (zero while the spec is invalid).

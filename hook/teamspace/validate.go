@@ -43,13 +43,17 @@ func (r *Request) Validate() error {
 		return badRequest("InvalidUID", "parent metadata.uid %q is not a Kubernetes uid", p.Metadata.UID)
 	}
 	for key, objs := range r.Children {
-		t := childTypeByKey(key)
-		if t == nil {
-			return badRequest("UnexpectedChild", "children of type %q are not managed by TeamSpace (want one of %s)", key, strings.Join(childTypeKeys(), ", "))
+		kind := ""
+		if t := childTypeByKey(key); t != nil {
+			kind = t.kind
+		} else if k := copyKindByKey(key); k != nil {
+			kind = k.kind
+		} else {
+			return badRequest("UnexpectedChild", "children of type %q are not managed by TeamSpace (want one of %s)", key, strings.Join(append(childTypeKeys(), copyKeys()...), ", "))
 		}
 		for name, o := range objs {
-			if o == nil || o.Kind != t.kind {
-				return badRequest("UnexpectedChild", "children[%q][%q] is not a %s", key, name, t.kind)
+			if o == nil || o.Kind != kind {
+				return badRequest("UnexpectedChild", "children[%q][%q] is not a %s", key, name, kind)
 			}
 		}
 	}

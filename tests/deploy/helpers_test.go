@@ -373,7 +373,7 @@ func skipIfInstalled(t *testing.T) {
 // stays (the limits, their ConfigMap, the requester record, the reserved
 // team- prefix), so that a test leaves the package's cluster without them.
 func removeAdmissionPolicies(t testing.TB) {
-	for _, f := range []string{"limits.yaml", "limits-config.yaml", "requested-by.yaml", "namespaces.yaml", "owner-access.yaml", "team-use.yaml"} {
+	for _, f := range []string{"limits.yaml", "limits-config.yaml", "requested-by.yaml", "namespaces.yaml", "owner-access.yaml", "team-use.yaml", "templates.yaml"} {
 		kubectl(t, "delete", "--ignore-not-found", "-f", filepath.Join(repoRoot(t), "hack", "deploy", f))
 	}
 }

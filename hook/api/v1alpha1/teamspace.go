@@ -436,6 +436,16 @@ type TeamSpaceStatus struct {
 	// +listMapKey=name
 	Namespaces []NamespaceStatus `json:"namespaces,omitempty"`
 
+	// The platform's templates (objects in teamspace-system labelled
+	// platform.labhub.io/template=true) that select this TeamSpace but are
+	// not copied into one of its namespaces, and why; absent when every
+	// copy is there. Not part of Ready: the team's own objects are as
+	// asked either way.
+	//
+	// +optional
+	// +listType=atomic
+	Templates []TemplateStatus `json:"templates,omitempty"`
+
 	// Ready tells whether the namespace and everything in it are as the
 	// spec asks; its reason and message say what it waits for. Beside a
 	// Ready that is not True, Reconciling (True: on its way) or Stalled
@@ -472,6 +482,26 @@ type NamespaceStatus struct {
 	//
 	// +optional
 	Message string `json:"message,omitempty"`
+}
+
+// TemplateStatus is a template of the platform's not copied into a team
+// namespace, in status.templates.
+type TemplateStatus struct {
+	// The template's kind and name: "ConfigMap ca-bundle".
+	Template string `json:"template"`
+	// The team namespace it is not copied into; absent when it is copied
+	// into none.
+	//
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	// NameTaken (a child of the TeamSpace's own has that kind and name:
+	// it stays), NotCopied (not there yet; if it stays so, an object of
+	// that name that is not the platform's holds it, and is kept as it
+	// is), InvalidSelector (its annotation
+	// platform.labhub.io/teamspace-selector does not parse).
+	Reason string `json:"reason"`
+	// What is wrong, and what to do.
+	Message string `json:"message"`
 }
 
 // Usage is team-quota's figures, "used/hard" each.
