@@ -88,6 +88,16 @@ func TestTemplatesRefused(t *testing.T) {
 	for _, c := range refused {
 		wantRefusedBy(t, c.what, dryRunCreate(t, nil, c.namespace, c.manifest), "teamspace-templates", c.want)
 	}
+	// Taking the label off is always let through (the engine's stand-in
+	// here copies no template: a stored one changes no other test).
+	cm := "unlabel-" + suffix(t, 6)
+	mustKubectl(t, templateJSON("ConfigMap", cm, "-", ""), "-n", ns, "create", "-f", "-")
+	deleteOnCleanup(t, "-n", ns, "configmap", cm)
+	_, err := kubectl(t, "", "-n", ns, "label", "--overwrite", "configmap", cm, teamspace.TemplateLabel+"=yes")
+	wantRefusedBy(t, "the label changed to yes", err, "teamspace-templates", `must be "true", not "yes"`)
+	if _, err := kubectl(t, "", "-n", ns, "label", "configmap", cm, teamspace.TemplateLabel+"-"); err != nil {
+		t.Errorf("taking the label off a template: %v", err)
+	}
 }
 
 // TestTemplateSelectorGrammar: teamspace-templates admits a selector

@@ -83,6 +83,7 @@ var steps = []struct {
 	{"5e2-squatted-owner-role", stepSquattedOwnerRole},
 	{"5f-requester-allowance", stepRequesterAllowance},
 	{"5g-team-namespaces", stepTeamNamespaces},
+	{"5h-templates", stepTemplates},
 	{"6-deletion", stepDeletion},
 	{"7-engine-stopped", stepEngineStopped},
 	{"8-report", stepReport},
