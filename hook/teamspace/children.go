@@ -101,6 +101,11 @@ type childType struct {
 	// labelsIgnored: an observed child's labels are not compared, only its
 	// content.
 	labelsIgnored bool
+	// asked, if set, is what an observed child of a unit is compared with
+	// in place of desired: desired with the values where the observed one
+	// is as good taken from it (team-objects' counts while the platform's
+	// copies come and go, copies.go). The answer is desired still.
+	asked func(u *unit, desired object, observed *Object) object
 
 	// Optional parts of messages. describe prints a child's content
 	// ("pods=4, requests.cpu=500m"): pending and out-of-date messages then

@@ -8,6 +8,7 @@ import (
 
 	"github.com/labhub/teamspace/hook/api/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 )
@@ -225,6 +226,56 @@ func copiesCounted(copies []*template) map[corev1.ResourceName]int64 {
 				out = map[corev1.ResourceName]int64{}
 			}
 			out[t.kind.counted]++
+		}
+	}
+	return out
+}
+
+// copiesSeen counts the copies the engine shows in unit u's namespace
+// (those of templates gone too: they are there until deleted), by the
+// team-objects key that counts them.
+func (r *Request) copiesSeen(u *unit) map[corev1.ResourceName]int64 {
+	var out map[corev1.ResourceName]int64
+	prefix := u.namespace + "/"
+	for _, k := range copyKinds {
+		if k.counted == "" {
+			continue
+		}
+		for key, o := range r.Children[k.key] {
+			if strings.HasPrefix(key, prefix) && !isOwnChild(k, u, o) {
+				if out == nil {
+					out = map[corev1.ResourceName]int64{}
+				}
+				out[k.counted]++
+			}
+		}
+	}
+	return out
+}
+
+// countsAsked is team-objects as compared with the observed one
+// (childType.asked): a count the copies raise is as asked anywhere from
+// the spec's count plus the copies there now to the spec's plus the copies
+// asked for, so that a template added or removed, which changes the count
+// before its copies come or go, does not make every TeamSpace out of date
+// for a pass. The answer still carries the count with every copy asked.
+func countsAsked(u *unit, desired object, observed *Object) object {
+	live, err := quotaType.decode(observed)
+	if err != nil {
+		return desired
+	}
+	want := desired.(*corev1.ResourceQuota)
+	out := want.DeepCopy()
+	asked, seen := copiesCounted(u.copies), u.copiesSeen
+	for _, k := range copyKinds {
+		n, counted := u.spec.Objects[k.counted]
+		got, ok := live.(*corev1.ResourceQuota).Spec.Hard[k.counted]
+		if k.counted == "" || !counted || !ok {
+			continue
+		}
+		lo, hi := n+min(asked[k.counted], seen[k.counted]), n+max(asked[k.counted], seen[k.counted])
+		if v := got.Value(); v >= lo && v <= hi && got.Cmp(*resource.NewQuantity(v, resource.DecimalSI)) == 0 {
+			out.Spec.Hard[k.counted] = *resource.NewQuantity(v, resource.DecimalSI)
 		}
 	}
 	return out

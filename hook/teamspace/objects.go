@@ -175,6 +175,7 @@ var objectsQuotaType = &childType{
 	},
 	decode:   quotaType.decode,
 	content:  ownedHard(objectsHardKeys),
+	asked:    countsAsked,
 	describe: func(obj object) string { return describeObjectsHard(obj.(*corev1.ResourceQuota).Spec.Hard) },
 	noun:     "quota",
 	ready: func(u *unit) string {

@@ -61,6 +61,7 @@ func syncWith(r *Request, blocked error) *Response {
 	selected := r.selected(templates)
 	for _, u := range all {
 		u.copies, u.taken = unitCopies(selected, u)
+		u.copiesSeen = r.copiesSeen(u)
 	}
 	copyStatus := invalidTemplates(templates)
 	// The namespaces no entry asks for hold their share while they are
@@ -209,6 +210,15 @@ type wantedChild struct {
 	strangers []string
 }
 
+// compared is what the observed child is compared with: desired, or what
+// the type accepts as asked (childType.asked).
+func (c wantedChild) compared() object {
+	if c.t.asked == nil || c.observed == nil {
+		return c.desired
+	}
+	return c.t.asked(c.u, c.desired, c.observed)
+}
+
 // childProblems names every child that is pending, out of date or still to
 // be deleted, by unit in registry order; the reason is the first one's.
 func (r *Request) childProblems(answered []*unit, wanted []wantedChild) (string, []string) {
@@ -229,7 +239,7 @@ func (r *Request) childProblems(answered []*unit, wanted []wantedChild) (string,
 			add(c.t.outOfDateReason, fmt.Sprintf("%s %s has what the spec does not set at %s; removing it", c.t.kind, ref, strings.Join(c.strangers, ", ")))
 		case c.observed == nil:
 			add(c.t.pendingReason, c.t.pendingMessage(ref, c.desired))
-		case !c.t.matches(c.desired, c.observed):
+		case !c.t.matches(c.compared(), c.observed):
 			add(c.t.outOfDateReason, c.t.outOfDateMessageFor(ref, c.observed, c.desired))
 		}
 	}

@@ -32,6 +32,9 @@ type unit struct {
 	// taken those whose name is a child's of its own (copies.go); none
 	// while the spec is invalid.
 	copies, taken []*template
+	// copiesSeen counts the copies the engine shows in the namespace, by
+	// the team-objects key that counts them.
+	copiesSeen map[corev1.ResourceName]int64
 }
 
 // mainUnit is team-<name> for a spec (zero while the spec is invalid).

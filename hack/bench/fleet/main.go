@@ -37,6 +37,13 @@
 //     and after -down the engine is started again; time until every quota
 //     holds the new value and every TeamSpace is Ready for its generation
 //     (what the engine's list on start catches up after an outage).
+//  7. templates: a ConfigMap template of the platform's (issue #53) added,
+//     changed and deleted; time until every team namespace has the copy as
+//     it is (or none), then until every TeamSpace is Ready, engine requests
+//     and hook calls of each (templates.go);
+//  8. secrets: -secrets Secrets no TeamSpace uses: the engine's memory
+//     before and after (it watches every Secret for the templates), the
+//     cost of creating them and -steady at rest with them there.
 //
 // At the end it prints the RSS of every process of the setup (-state) and
 // deletes every object it made (waiting at most -cleanup-wait). Every loop
@@ -114,6 +121,7 @@ func main() {
 	startCmd := flag.String("start-cmd", "", "shell command that starts the engine again (restart, catchup)")
 	down := flag.Duration("down", 60*time.Second, "how long the engine stays stopped in catchup")
 	extra := flag.Int("namespaces", 0, "extra namespaces per TeamSpace (spec.namespaces, at most 3): entries e1..eN of 6 pods and 600m each, team-<name> the rest; churn pods go to every namespace in turn, and phase move shifts 100m from e1 to team-<name> in every TeamSpace")
+	secretCount := flag.Int("secrets", 10000, "phase secrets: how many Secrets no TeamSpace uses are made (1 KiB each), in a namespace of their own")
 	perRequester := flag.Int("per-requester", 0, "TeamSpaces per requester: each run of this many is labelled as one requester's and the allowance set to hold exactly them, so that every sync counts its requester's TeamSpaces, related objects of each other (0: none labelled, none counted, as an exempt user's)")
 	foreign := benchutil.ForeignClusterFlag()
 	flag.Parse()
@@ -179,6 +187,10 @@ func main() {
 			err = f.catchUp(ctx, *stopCmd, *startCmd, *down)
 		case "move":
 			err = f.move(ctx)
+		case "templates":
+			err = f.templates(ctx, *steadyWindow)
+		case "secrets":
+			err = f.secrets(ctx, *secretCount, *steadyWindow)
 		default:
 			err = fmt.Errorf("unknown phase %q", phase)
 		}
