@@ -171,3 +171,46 @@ func TestEngineWritesOnlyCopies(t *testing.T) {
 	_, err = kubectl(t, "", append(engine, "-n", c.ns, "label", "secret", "teams-own", "x=y", "--dry-run=server")...)
 	wantRefusedBy(t, "the engine changing the team's Secret", err, "teamspace-engine-copies", "only as its copies")
 }
+
+// TestImagePullSecretsAdded: with key imagePullSecrets of the limits
+// ConfigMap set, every pod created in a team namespace names those pull
+// Secrets (the platform's copies) after its own, none twice; a pod in a
+// namespace that is no team's, or system:masters', is left as it is, and
+// without the key nothing is added.
+func TestImagePullSecretsAdded(t *testing.T) {
+	alone(t, changesLimits)
+	installLimits(t)
+	installTemplatesPolicy(t)
+	c := newTenantCast(t, "pull")
+	pullSecretsOf := func(who []string, namespace string, spec map[string]any) (string, error) {
+		return kubectl(t, podJSON("p", "registry.invalid/none:1", spec), append(who, "-n", namespace, "create", "--dry-run=server", "-o", "jsonpath={.spec.imagePullSecrets}", "-f", "-")...)
+	}
+	if got, err := pullSecretsOf(as(c.owner), c.ns, nil); err != nil || got != "" {
+		t.Errorf("without the key: %s, %v; want none added", got, err)
+	}
+	setLimit(t, "imagePullSecrets", "registry-pull, mirror-pull")
+	t.Cleanup(func() { resetLimitsConfig(t) })
+	want := `[{"name":"registry-pull"},{"name":"mirror-pull"}]`
+	var got string
+	var err error
+	if !eventually(10*time.Second, 100*time.Millisecond, func() bool {
+		got, err = pullSecretsOf(as(c.owner), c.ns, nil)
+		return err == nil && got == want
+	}) {
+		t.Errorf("the owner's pod naming none: %s, %v; want %s", got, err, want)
+	}
+	own := map[string]any{"imagePullSecrets": []any{map[string]any{"name": "own"}, map[string]any{"name": "mirror-pull"}}}
+	if got, err := pullSecretsOf(as(c.owner), c.ns, own); err != nil || got != `[{"name":"own"},{"name":"mirror-pull"},{"name":"registry-pull"}]` {
+		t.Errorf("the owner's pod naming own and mirror-pull: %s, %v; want registry-pull added after them", got, err)
+	}
+	if got, err := pullSecretsOf(as(c.owner), c.other, nil); err != nil || got != "" {
+		t.Errorf("a pod in a namespace that is no team's: %s, %v; want none added", got, err)
+	}
+	if got, err := pullSecretsOf(nil, c.ns, nil); err != nil || got != "" {
+		t.Errorf("system:masters' pod: %s, %v; want none added", got, err)
+	}
+	// A malformed value is the limits' to name (every requester's new
+	// TeamSpace is refused, naming the key).
+	setLimit(t, "imagePullSecrets", "Registry_Pull")
+	settled(t, within(), `key imagePullSecrets is "Registry_Pull", not a comma-separated list of Secret names`)
+}
