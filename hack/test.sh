@@ -129,6 +129,8 @@ hook_tests() {
 	go test -race -count=1 -shuffle=on ./hook/...
 	step "fuzz the hooks: ${FUZZTIME:-20000x} inputs"
 	go test -run '^$' -fuzz FuzzHooks -fuzztime "${FUZZTIME:-20000x}" ./hook/server
+	step "go test ./cmd/... (kubectl teamspace without a cluster; tests/cluster runs it on one)"
+	go test -count=1 -shuffle=on ./cmd/...
 }
 
 # control_plane_binaries builds (once, into the cache) what the test

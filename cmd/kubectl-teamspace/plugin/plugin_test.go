@@ -1,0 +1,117 @@
+package plugin
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	authorizationv1 "k8s.io/api/authorization/v1"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden outputs in testdata")
+
+// golden compares got with testdata/name, rewriting it with -update.
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		t.Errorf("%s (-want +got):\n%s", path, diff)
+	}
+}
+
+func TestTeamSpaceRights(t *testing.T) {
+	rule := func(groups, resources, verbs, names []string) authorizationv1.ResourceRule {
+		return authorizationv1.ResourceRule{APIGroups: groups, Resources: resources, Verbs: verbs, ResourceNames: names}
+	}
+	ts := []string{"platform.labhub.io"}
+	cases := []struct {
+		name  string
+		rules []authorizationv1.ResourceRule
+		want  rights
+	}{
+		{name: "no rules", want: rights{}},
+		{name: "an owner of two (teamspace-owner-<name>)", rules: []authorizationv1.ResourceRule{
+			rule(ts, []string{"teamspaces"}, []string{"get", "watch", "update", "patch"}, []string{"beta"}),
+			rule(ts, []string{"teamspaces"}, []string{"get", "watch", "update", "patch"}, []string{"alpha"}),
+		}, want: rights{names: []string{"alpha", "beta"}}},
+		{name: "a requester (list)", rules: []authorizationv1.ResourceRule{rule(ts, []string{"teamspaces"}, []string{"get", "list", "watch", "create"}, nil)}, want: rights{canList: true}},
+		{name: "an admin (wildcards)", rules: []authorizationv1.ResourceRule{rule([]string{"*"}, []string{"*"}, []string{"*"}, nil)}, want: rights{canList: true}},
+		{name: "another group's resource", rules: []authorizationv1.ResourceRule{rule([]string{"apps"}, []string{"teamspaces"}, []string{"get"}, []string{"x"})}, want: rights{}},
+		{name: "status only", rules: []authorizationv1.ResourceRule{rule(ts, []string{"teamspaces/status"}, []string{"get"}, []string{"x"})}, want: rights{}},
+		{name: "watch by name only", rules: []authorizationv1.ResourceRule{rule(ts, []string{"teamspaces"}, []string{"watch"}, []string{"x"})}, want: rights{}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if diff := cmp.Diff(c.want, teamSpaceRights(c.rules), cmp.AllowUnexported(rights{})); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestPrintMine: what `mine` prints, in each output form.
+func TestPrintMine(t *testing.T) {
+	m := &Mine{User: "ann", TeamSpaces: []MineRow{
+		{Name: "alpha", Roles: []string{"owner", "requester"}, Ready: "True Ready", Namespaces: []string{"team-alpha", "team-alpha--dev"}, Pods: "3/10"},
+		{Name: "beta", Roles: []string{"owner"}, Ready: "False QuotaPending", Namespaces: []string{"team-beta"}, Pods: "-/4"},
+		{Name: "gamma", Roles: []string{"owner"}, Unreadable: `teamspaces.platform.labhub.io "gamma" is forbidden`},
+	}, Note: "without the right to list TeamSpaces, only those whose owners name me (or a group of mine) are found, not those I requested"}
+	for _, output := range []string{"table", "json", "yaml"} {
+		var b bytes.Buffer
+		if err := printMine(m, output, &b); err != nil {
+			t.Fatal(err)
+		}
+		golden(t, "mine."+output, b.String())
+	}
+	var b bytes.Buffer
+	if err := printMine(&Mine{User: "stranger", TeamSpaces: []MineRow{}}, "table", &b); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "mine-none.table", b.String())
+}
+
+// TestRunBadInput: a usage error or an unreachable API server is one line
+// naming the problem and a non-zero exit.
+func TestRunBadInput(t *testing.T) {
+	cases := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{name: "no command", args: nil, code: 2},
+		{name: "unknown command", args: []string{"frobnicate"}, code: 2, want: `error: unknown command "frobnicate" (kubectl teamspace --help)`},
+		{name: "mine with an argument", args: []string{"mine", "x"}, code: 2, want: "error: mine takes no arguments"},
+		{name: "bad output", args: []string{"-o", "wide", "mine"}, code: 2, want: `error: --output "wide": want table, json or yaml`},
+		{name: "unknown flag", args: []string{"--frob", "mine"}, code: 2, want: "error: unknown flag: --frob"},
+		{name: "no such kubeconfig", args: []string{"--kubeconfig", "/nonexistent/kubeconfig", "mine"}, code: 1, want: "error: no cluster to talk to"},
+		{name: "unreachable API server", args: []string{"--server", "https://127.0.0.1:1", "--insecure-skip-tls-verify", "--request-timeout", "2s", "mine"}, code: 1, want: "error: who am I (SelfSubjectReview)"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			code := Run(context.Background(), c.args, &out, &errOut)
+			if code != c.code {
+				t.Errorf("exit code %d, want %d (stderr %q)", code, c.code, errOut.String())
+			}
+			got := errOut.String()
+			if c.want != "" && (!strings.HasPrefix(got, c.want) || strings.Count(got, "\n") != 1) {
+				t.Errorf("stderr %q, want one line starting %q", got, c.want)
+			}
+		})
+	}
+}

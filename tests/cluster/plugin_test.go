@@ -1,0 +1,74 @@
+package cluster_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/labhub/teamspace/cmd/kubectl-teamspace/plugin"
+)
+
+// runPlugin runs `kubectl teamspace` in this process with args, against
+// the test control plane (KUBECONFIG), as kubectl would run it.
+func runPlugin(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = plugin.Run(context.Background(), args, &out, &errOut)
+	return out.String(), errOut.String(), code
+}
+
+// TestPluginMine (issue #54, item 1): `kubectl teamspace mine` with the
+// rights the shipped roles give, through impersonation. An owner, who may
+// get only its own TeamSpace by name, finds it (and says what it cannot
+// find: those it requested); a requester, who may list them, finds the
+// one it asked for and not another's; a stranger finds none.
+func TestPluginMine(t *testing.T) {
+	parallel(t)
+	installOwnerAccess(t)
+	s, requester := limitsCast(t, "mine")
+	owner, stranger := "owner-"+s, "stranger-"+s
+	owned, requested := "mine-"+s, "asked-"+s
+	createOwned(t, owned, ownedBy(within(), owner))
+	createOwnedAs(t, as(requester), requested, within())
+
+	mine := func(user string) plugin.Mine {
+		t.Helper()
+		out, errOut, code := runPlugin(t, "--as", user, "-o", "json", "mine")
+		if code != 0 {
+			t.Fatalf("as %s: exit %d: %s", user, code, errOut)
+		}
+		var m plugin.Mine
+		if err := json.Unmarshal([]byte(out), &m); err != nil {
+			t.Fatalf("as %s: %v\n%s", user, err, out)
+		}
+		return m
+	}
+	names := func(m plugin.Mine) string {
+		var out []string
+		for _, r := range m.TeamSpaces {
+			out = append(out, r.Name+":"+strings.Join(r.Roles, ","))
+		}
+		return strings.Join(out, " ")
+	}
+	if m := mine(owner); names(m) != owned+":owner" || m.User != owner || !strings.Contains(m.Note, "not those I requested") {
+		t.Errorf("as the owner: %s, user %q, note %q; want %s:owner and a note on what it cannot find", names(m), m.User, m.Note, owned)
+	} else if r := m.TeamSpaces[0]; len(r.Namespaces) > 0 && r.Namespaces[0] != "team-"+owned {
+		t.Errorf("as the owner: namespaces %v", r.Namespaces)
+	}
+	if m := mine(requester); names(m) != requested+":requester" || m.Note != "" {
+		t.Errorf("as the requester: %s, note %q; want %s:requester and no note (it may list)", names(m), m.Note, requested)
+	}
+	if m := mine(stranger); names(m) != "" {
+		t.Errorf("as a stranger: %s, want none", names(m))
+	}
+	out, _, code := runPlugin(t, "--as", stranger, "mine")
+	if code != 0 || !strings.HasPrefix(out, "No TeamSpace is "+stranger+"'s.\n") {
+		t.Errorf("as a stranger, the table: exit %d, %q", code, out)
+	}
+	out, _, _ = runPlugin(t, "--as", owner, "mine")
+	if lines := strings.Split(out, "\n"); len(lines) < 2 || !strings.HasPrefix(lines[0], "NAME") || !strings.HasPrefix(lines[1], owned+" ") {
+		t.Errorf("as the owner, the table:\n%s", out)
+	}
+}
