@@ -72,3 +72,53 @@ func TestPluginMine(t *testing.T) {
 		t.Errorf("as the owner, the table:\n%s", out)
 	}
 }
+
+// TestPluginShow (issue #54, item 1): `kubectl teamspace show NAME` with
+// the shipped roles, through impersonation. The owner sees its owners,
+// requester and each namespace's quota read live (it is admin there);
+// the requester, who may read the TeamSpace but not the quota, sees what
+// it may and is told; a stranger is told the TeamSpace is not theirs to
+// read, in one line with a non-zero exit, as is a name that exists
+// nowhere.
+func TestPluginShow(t *testing.T) {
+	parallel(t)
+	installOwnerAccess(t)
+	s, requester := limitsCast(t, "show")
+	owner, stranger := "owner-"+s, "stranger-"+s
+	name := "shown-" + s
+	createOwnedAs(t, as(requester), name, ownedBy(within(), owner))
+
+	show := func(user string) plugin.Show {
+		t.Helper()
+		out, errOut, code := runPlugin(t, "--as", user, "-o", "json", "show", name)
+		if code != 0 {
+			t.Fatalf("as %s: exit %d: %s", user, code, errOut)
+		}
+		var v plugin.Show
+		if err := json.Unmarshal([]byte(out), &v); err != nil {
+			t.Fatalf("as %s: %v\n%s", user, err, out)
+		}
+		return v
+	}
+	v := show(owner)
+	if v.RequestedBy != requester || strings.Join(v.Owners, ",") != "User "+owner || v.Meaning == "" {
+		t.Errorf("as the owner: requested by %q, owners %v, meaning %q", v.RequestedBy, v.Owners, v.Meaning)
+	}
+	if len(v.Namespaces) != 1 || v.Namespaces[0].Name != "team-"+name || v.Namespaces[0].Source != "live" ||
+		len(v.Namespaces[0].Resources) == 0 || v.Namespaces[0].Resources[0].Name != "pods" || v.Namespaces[0].Resources[0].Hard != "2" {
+		t.Errorf("as the owner: namespaces %+v, want team-%s's quota read live, pods of 2", v.Namespaces, name)
+	}
+	if v := show(requester); len(v.Namespaces) != 0 && v.Namespaces[0].Source == "live" {
+		t.Errorf("as the requester: %+v, want no quota read live (it is not in the namespace)", v.Namespaces)
+	}
+	out, _, _ := runPlugin(t, "--as", owner, "show", name)
+	if !strings.HasPrefix(out, "TeamSpace "+name+"\n") || !strings.Contains(out, "  pods ") {
+		t.Errorf("as the owner, the table:\n%s", out)
+	}
+	for who, target := range map[string]string{stranger: name, owner: "nowhere-" + s} {
+		_, errOut, code := runPlugin(t, "--as", who, "show", target)
+		if code != 1 || !strings.HasPrefix(errOut, "error: TeamSpace "+target+" ") || strings.Count(errOut, "\n") != 1 {
+			t.Errorf("as %s, show %s: exit %d, %q; want one line saying it is not theirs or does not exist", who, target, code, errOut)
+		}
+	}
+}

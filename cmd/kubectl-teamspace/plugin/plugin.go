@@ -20,7 +20,9 @@ import (
 const usage = `kubectl teamspace: TeamSpaces as their owners and requesters see them
 
 Commands:
-  mine    the TeamSpaces I own or requested (no right to list them needed)
+  mine        the TeamSpaces I own or requested (no right to list them needed)
+  show NAME   one TeamSpace: owners, requester, Ready in plain words, and
+              each namespace's use of its quota
 
 Flags: kubectl's (--kubeconfig, --context, --as, ...), and
   -o, --output   table (default), json or yaml
@@ -62,6 +64,15 @@ func Run(ctx context.Context, args []string, out, errOut io.Writer) int {
 		var c *clients
 		if c, err = connect(config); err == nil {
 			err = runMine(ctx, c, *output, out)
+		}
+	case "show":
+		if len(rest) != 2 {
+			err = usageError("show takes one TeamSpace name")
+			break
+		}
+		var c *clients
+		if c, err = connect(config); err == nil {
+			err = runShow(ctx, c, rest[1], *output, out)
 		}
 	default:
 		err = usageError(fmt.Sprintf("unknown command %q", rest[0]))

@@ -97,6 +97,7 @@ func TestRunBadInput(t *testing.T) {
 		{name: "unknown command", args: []string{"frobnicate"}, code: 2, want: `error: unknown command "frobnicate" (kubectl teamspace --help)`},
 		{name: "mine with an argument", args: []string{"mine", "x"}, code: 2, want: "error: mine takes no arguments"},
 		{name: "bad output", args: []string{"-o", "wide", "mine"}, code: 2, want: `error: --output "wide": want table, json or yaml`},
+		{name: "show without a name", args: []string{"show"}, code: 2, want: "error: show takes one TeamSpace name"},
 		{name: "unknown flag", args: []string{"--frob", "mine"}, code: 2, want: "error: unknown flag: --frob"},
 		{name: "no such kubeconfig", args: []string{"--kubeconfig", "/nonexistent/kubeconfig", "mine"}, code: 1, want: "error: no cluster to talk to"},
 		{name: "unreachable API server", args: []string{"--server", "https://127.0.0.1:1", "--insecure-skip-tls-verify", "--request-timeout", "2s", "mine"}, code: 1, want: "error: who am I (SelfSubjectReview)"},
@@ -113,5 +114,57 @@ func TestRunBadInput(t *testing.T) {
 				t.Errorf("stderr %q, want one line starting %q", got, c.want)
 			}
 		})
+	}
+}
+
+func TestBar(t *testing.T) {
+	cases := []struct{ name, used, hard, want string }{
+		{"empty", "0", "4", "[..........]"},
+		{"half", "2", "4", "[#####.....]"},
+		{"full", "4", "4", "[##########]"},
+		{"over (a share lowered)", "6", "4", "[##########]"},
+		{"quantities", "250m", "1", "[###.......]"},
+		{"memory", "512Mi", "1Gi", "[#####.....]"},
+		{"unknown use", "-", "4", "[??????????]"},
+		{"no limit", "1", "0", "[??????????]"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := bar(c.used, c.hard, 10); got != c.want {
+				t.Errorf("bar(%s, %s) = %s, want %s", c.used, c.hard, got, c.want)
+			}
+		})
+	}
+}
+
+// TestMeaning: every Ready reason the hook gives is said in plain words.
+func TestMeaning(t *testing.T) {
+	for _, reason := range []string{"ArchivePending", "ChildRemoving", "ClusterRoleBindingOutOfDate", "ClusterRoleBindingPending",
+		"ClusterRoleConflict", "ClusterRoleOutOfDate", "ClusterRolePending", "Creating", "Deleting", "InvalidSpec",
+		"LimitRangeOutOfDate", "LimitRangePending", "LimitsInvalid", "NamespaceConflict", "NamespaceKept", "NamespaceNotActive",
+		"NamespaceOutOfDate", "NamespacePending", "NamespaceRemoving", "NamespaceTerminating", "NetworkPolicyOutOfDate",
+		"NetworkPolicyPending", "OwnerReserved", "QuotaOutOfDate", "QuotaPending", "Ready", "RequesterAllowanceExceeded",
+		"RoleBindingOutOfDate", "RoleBindingPending", ""} {
+		if m := meaning(reason); m == "see the message" || m == "" {
+			t.Errorf("reason %q: %q, want plain words", reason, m)
+		}
+	}
+}
+
+// TestPrintShow: what `show` prints, in each output form.
+func TestPrintShow(t *testing.T) {
+	s := &Show{Name: "alpha", RequestedBy: "bob", Owners: []string{"User ann", "Group alpha-devs", "ServiceAccount tools/ci"},
+		Ready: "False NamespaceKept", Meaning: meaning("NamespaceKept"),
+		Message: "namespace team-alpha--old is no longer in spec.namespaces; it is kept with everything in it",
+		Namespaces: []NamespaceUse{
+			{Name: "team-alpha", State: "Active", Source: "live", Resources: []Resource{{"pods", "3", "4"}, {"requests.cpu", "250m", "1"}, {"requests.memory", "512Mi", "1Gi"}}},
+			{Name: "team-alpha--old", State: "Kept", Source: "status", Resources: []Resource{{"pods", "-", "2"}}},
+		}}
+	for _, output := range []string{"table", "json", "yaml"} {
+		var b bytes.Buffer
+		if err := printShow(s, output, &b); err != nil {
+			t.Fatal(err)
+		}
+		golden(t, "show."+output, b.String())
 	}
 }
