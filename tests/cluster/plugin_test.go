@@ -122,3 +122,46 @@ func TestPluginShow(t *testing.T) {
 		}
 	}
 }
+
+// TestPluginAllowance (issue #54, item 1): `kubectl teamspace allowance`
+// as a requester holding one TeamSpace: what it holds against the shipped
+// allowance (3 TeamSpaces, 20 pods, 8 cpu, 16Gi), and, once the platform
+// binds teamspace-limits-reader in teamspace-system, the limits of one
+// TeamSpace; before that it says it cannot read them. A stranger can know
+// neither, and is told why.
+func TestPluginAllowance(t *testing.T) {
+	parallel(t)
+	installOwnerAccess(t)
+	s, requester := limitsCast(t, "allow")
+	stranger := "stranger-" + s
+	createOwnedAs(t, as(requester), "held-"+s, within())
+	allowance := func(user string) plugin.Allowance {
+		t.Helper()
+		out, errOut, code := runPlugin(t, "--as", user, "-o", "json", "allowance")
+		if code != 0 {
+			t.Fatalf("as %s: exit %d: %s", user, code, errOut)
+		}
+		var a plugin.Allowance
+		if err := json.Unmarshal([]byte(out), &a); err != nil {
+			t.Fatalf("as %s: %v\n%s", user, err, out)
+		}
+		return a
+	}
+	a := allowance(requester)
+	if a.Held == nil || *a.Held != (plugin.Totals{TeamSpaces: "1", Pods: "2", CPU: "500m", Memory: "1Gi"}) {
+		t.Errorf("as the requester: held %+v, want its one TeamSpace (2 pods, 500m, 1Gi)", a.Held)
+	}
+	if len(a.Unknown) != 1 || !strings.Contains(a.Unknown[0], "teamspace-limits-reader") || a.Left != nil {
+		t.Errorf("as the requester without the limits: unknown %v, left %+v; want the limits unknown, naming the role", a.Unknown, a.Left)
+	}
+	binding := "limits-readers-" + s
+	mustKubectl(t, "", "-n", "teamspace-system", "create", "rolebinding", binding, "--clusterrole=teamspace-limits-reader", "--user="+requester)
+	deleteOnCleanup(t, "-n", "teamspace-system", "rolebinding", binding)
+	a = allowance(requester)
+	if a.Left == nil || *a.Left != (plugin.Totals{TeamSpaces: "2", Pods: "18", CPU: "7500m", Memory: "15Gi"}) || a.Limits["maxPods"] != "10" || len(a.Unknown) != 0 {
+		t.Errorf("as the requester with the limits: left %+v, limits %v, unknown %v; want 2 TeamSpaces, 18 pods, 7500m, 15Gi left and maxPods 10", a.Left, a.Limits, a.Unknown)
+	}
+	if a := allowance(stranger); a.Held != nil || len(a.Unknown) != 2 {
+		t.Errorf("as a stranger: held %+v, unknown %v; want both unknown, said why", a.Held, a.Unknown)
+	}
+}

@@ -23,6 +23,8 @@ Commands:
   mine        the TeamSpaces I own or requested (no right to list them needed)
   show NAME   one TeamSpace: owners, requester, Ready in plain words, and
               each namespace's use of its quota
+  allowance   what I hold of the platform's allowance per requester, what I
+              may still ask for, and the limits of one TeamSpace
 
 Flags: kubectl's (--kubeconfig, --context, --as, ...), and
   -o, --output   table (default), json or yaml
@@ -73,6 +75,15 @@ func Run(ctx context.Context, args []string, out, errOut io.Writer) int {
 		var c *clients
 		if c, err = connect(config); err == nil {
 			err = runShow(ctx, c, rest[1], *output, out)
+		}
+	case "allowance":
+		if len(rest) != 1 {
+			err = usageError("allowance takes no arguments")
+			break
+		}
+		var c *clients
+		if c, err = connect(config); err == nil {
+			err = runAllowance(ctx, c, *output, out)
 		}
 	default:
 		err = usageError(fmt.Sprintf("unknown command %q", rest[0]))

@@ -98,6 +98,7 @@ func TestRunBadInput(t *testing.T) {
 		{name: "mine with an argument", args: []string{"mine", "x"}, code: 2, want: "error: mine takes no arguments"},
 		{name: "bad output", args: []string{"-o", "wide", "mine"}, code: 2, want: `error: --output "wide": want table, json or yaml`},
 		{name: "show without a name", args: []string{"show"}, code: 2, want: "error: show takes one TeamSpace name"},
+		{name: "allowance with an argument", args: []string{"allowance", "x"}, code: 2, want: "error: allowance takes no arguments"},
 		{name: "unknown flag", args: []string{"--frob", "mine"}, code: 2, want: "error: unknown flag: --frob"},
 		{name: "no such kubeconfig", args: []string{"--kubeconfig", "/nonexistent/kubeconfig", "mine"}, code: 1, want: "error: no cluster to talk to"},
 		{name: "unreachable API server", args: []string{"--server", "https://127.0.0.1:1", "--insecure-skip-tls-verify", "--request-timeout", "2s", "mine"}, code: 1, want: "error: who am I (SelfSubjectReview)"},
@@ -166,5 +167,34 @@ func TestPrintShow(t *testing.T) {
 			t.Fatal(err)
 		}
 		golden(t, "show."+output, b.String())
+	}
+}
+
+// TestPrintAllowance: what `allowance` prints, in each output form, and
+// when neither part can be known.
+func TestPrintAllowance(t *testing.T) {
+	held := &Totals{TeamSpaces: "2", Pods: "6", CPU: "1500m", Memory: "3Gi"}
+	allowed := &Totals{TeamSpaces: "3", Pods: "20", CPU: "8", Memory: ""}
+	a := &Allowance{User: "alice", Held: held, Allowed: allowed, Left: left(allowed, held),
+		Limits: map[string]string{"maxPods": "10", "maxCPU": "4", "podSecurityLevels": "baseline,restricted"}}
+	for _, output := range []string{"table", "json", "yaml"} {
+		var b bytes.Buffer
+		if err := printAllowance(a, output, &b); err != nil {
+			t.Fatal(err)
+		}
+		golden(t, "allowance."+output, b.String())
+	}
+	var b bytes.Buffer
+	if err := printAllowance(&Allowance{User: "stranger", Unknown: []string{"the platform's limits: I may not read ConfigMap teamspace-system/teamspace-limits", "what I hold: I may not list TeamSpaces"}}, "table", &b); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "allowance-unknown.table", b.String())
+}
+
+func TestLeft(t *testing.T) {
+	got := left(&Totals{TeamSpaces: "3", Pods: "20", CPU: "8", Memory: ""}, &Totals{TeamSpaces: "4", Pods: "6", CPU: "1500m", Memory: "3Gi"})
+	want := &Totals{TeamSpaces: "0", Pods: "14", CPU: "6500m", Memory: ""}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
 	}
 }

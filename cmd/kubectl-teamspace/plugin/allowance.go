@@ -1,0 +1,238 @@
+package plugin
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+	"sigs.k8s.io/yaml"
+
+	"github.com/labhub/teamspace/hook/teamspace"
+)
+
+// Allowance is what `allowance` answers: what I hold of the platform's
+// allowance per requester, what I may still ask for, and the limits of
+// one TeamSpace; each part says why it is unknown when it is.
+type Allowance struct {
+	User   string `json:"user"`
+	Exempt bool   `json:"exempt"`
+	// Held: my TeamSpaces (those I requested) and their totals; Unknown
+	// says why they could not be counted.
+	Held    *Totals `json:"held,omitempty"`
+	Allowed *Totals `json:"allowed,omitempty"`
+	// Left is Allowed less Held, per bound the platform sets.
+	Left *Totals `json:"left,omitempty"`
+	// Limits are the keys of the limits ConfigMap that bound one
+	// TeamSpace of mine.
+	Limits  map[string]string `json:"limits,omitempty"`
+	Unknown []string          `json:"unknown,omitempty"`
+}
+
+// Totals: a count of TeamSpaces and the sum of their spec.pods, spec.cpu
+// and spec.memory; "" where unbounded (in Allowed and Left).
+type Totals struct {
+	TeamSpaces string `json:"teamSpaces"`
+	Pods       string `json:"pods"`
+	CPU        string `json:"cpu"`
+	Memory     string `json:"memory"`
+}
+
+// limitKeys are the keys of the limits that bound one TeamSpace of a
+// requester, in the order printed.
+var limitKeys = []string{"maxPods", "maxCPU", "maxMemory", "defaultMemory", "podSecurityLevels", "allowNetworkIsolationOff",
+	"maxEphemeralStorage", "maxObjects", "maxNamespaces", "allowedRegistries", "maxTokenLifetime"}
+
+func allowanceOf(ctx context.Context, c *clients) (*Allowance, error) {
+	who, err := c.kube.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("who am I (SelfSubjectReview): %v", err)
+	}
+	user, groups := who.Status.UserInfo.Username, who.Status.UserInfo.Groups
+	out := &Allowance{User: user}
+	var limits map[string]string
+	cm, err := c.kube.CoreV1().ConfigMaps(teamspace.LimitsNamespace).Get(ctx, teamspace.LimitsName, metav1.GetOptions{})
+	switch {
+	case apierrors.IsForbidden(err):
+		out.Unknown = append(out.Unknown, fmt.Sprintf("the platform's limits: I may not read ConfigMap %s/%s (the platform team binds ClusterRole teamspace-limits-reader there)", teamspace.LimitsNamespace, teamspace.LimitsName))
+	case apierrors.IsNotFound(err):
+		out.Unknown = append(out.Unknown, fmt.Sprintf("the platform's limits: ConfigMap %s/%s does not exist (every new TeamSpace of a requester is refused until it does)", teamspace.LimitsNamespace, teamspace.LimitsName))
+	case err != nil:
+		return nil, fmt.Errorf("reading the platform's limits: %v", err)
+	default:
+		limits = cm.Data
+		for _, g := range strings.Split(limits["exemptGroups"], ",") {
+			if g = strings.TrimSpace(g); g != "" && slices.Contains(groups, g) {
+				out.Exempt = true
+			}
+		}
+		out.Limits = map[string]string{}
+		for _, k := range limitKeys {
+			if v := strings.TrimSpace(limits[k]); v != "" {
+				out.Limits[k] = v
+			}
+		}
+		out.Allowed = &Totals{TeamSpaces: limits[teamspace.KeyMaxTeamSpaces], Pods: limits[teamspace.KeyMaxPods],
+			CPU: limits[teamspace.KeyMaxCPU], Memory: limits[teamspace.KeyMaxMemory]}
+	}
+	dyn, err := dynamic.NewForConfig(c.rest)
+	if err != nil {
+		return nil, err
+	}
+	list, err := dyn.Resource(teamSpaces).List(ctx, metav1.ListOptions{})
+	switch {
+	case apierrors.IsForbidden(err):
+		out.Unknown = append(out.Unknown, "what I hold: I may not list TeamSpaces (a requester may: teamspace-requester)")
+	case err != nil:
+		return nil, fmt.Errorf("listing TeamSpaces: %v", err)
+	default:
+		out.Held = held(list.Items, user)
+		if out.Allowed != nil {
+			out.Left = left(out.Allowed, out.Held)
+		}
+	}
+	return out, nil
+}
+
+// held totals the TeamSpaces requested by user.
+func held(items []unstructured.Unstructured, user string) *Totals {
+	var n, pods int64
+	cpu, memory := resource.Quantity{}, resource.Quantity{}
+	for i := range items {
+		ts := &items[i]
+		if ts.GetAnnotations()[teamspace.RequestedByAnnotation] != user || ts.GetDeletionTimestamp() != nil {
+			continue
+		}
+		n++
+		if p, ok, _ := unstructured.NestedFieldNoCopy(ts.Object, "spec", "pods"); ok {
+			switch v := p.(type) {
+			case int64:
+				pods += v
+			case float64:
+				pods += int64(v)
+			}
+		}
+		for _, f := range []struct {
+			key string
+			sum *resource.Quantity
+			def string
+		}{{"cpu", &cpu, "1"}, {"memory", &memory, ""}} {
+			s, _, _ := unstructured.NestedString(ts.Object, "spec", f.key)
+			if s == "" {
+				s = f.def
+			}
+			if q, err := resource.ParseQuantity(s); err == nil {
+				f.sum.Add(q)
+			}
+		}
+	}
+	return &Totals{TeamSpaces: fmt.Sprint(n), Pods: fmt.Sprint(pods), CPU: cpu.String(), Memory: memory.String()}
+}
+
+// left is allowed less held, per bound ("" where unbounded, "0" at or
+// above it).
+func left(allowed, held *Totals) *Totals {
+	minus := func(a, h string) string {
+		if strings.TrimSpace(a) == "" {
+			return ""
+		}
+		qa, errA := resource.ParseQuantity(strings.TrimSpace(a))
+		qh, errH := resource.ParseQuantity(h)
+		if errA != nil || errH != nil {
+			return "?"
+		}
+		qa.Sub(qh)
+		if qa.Sign() < 0 {
+			return "0"
+		}
+		return qa.String()
+	}
+	return &Totals{TeamSpaces: minus(allowed.TeamSpaces, held.TeamSpaces), Pods: minus(allowed.Pods, held.Pods),
+		CPU: minus(allowed.CPU, held.CPU), Memory: minus(allowed.Memory, held.Memory)}
+}
+
+func runAllowance(ctx context.Context, c *clients, output string, out io.Writer) error {
+	a, err := allowanceOf(ctx, c)
+	if err != nil {
+		return err
+	}
+	return printAllowance(a, output, out)
+}
+
+func printAllowance(a *Allowance, output string, out io.Writer) error {
+	switch output {
+	case "json":
+		b, err := json.MarshalIndent(a, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(out, "%s\n", b)
+		return err
+	case "yaml":
+		b, err := yaml.Marshal(a)
+		if err != nil {
+			return err
+		}
+		_, err = out.Write(b)
+		return err
+	}
+	fmt.Fprintf(out, "Requester: %s", a.User)
+	if a.Exempt {
+		fmt.Fprint(out, " (in an exempt group: neither the allowance nor the limits bind me)")
+	}
+	fmt.Fprintln(out)
+	bound := func(s string) string {
+		if s == "" {
+			return "unbounded"
+		}
+		return s
+	}
+	if a.Held != nil {
+		fmt.Fprintf(out, "%-12s %-12s %-12s %s\n", "", "held", "allowance", "left")
+		for _, r := range []struct{ name, h, al, l string }{
+			{"TeamSpaces", a.Held.TeamSpaces, allowedOf(a, func(t *Totals) string { return t.TeamSpaces }), leftOf(a, func(t *Totals) string { return t.TeamSpaces })},
+			{"pods", a.Held.Pods, allowedOf(a, func(t *Totals) string { return t.Pods }), leftOf(a, func(t *Totals) string { return t.Pods })},
+			{"cpu", a.Held.CPU, allowedOf(a, func(t *Totals) string { return t.CPU }), leftOf(a, func(t *Totals) string { return t.CPU })},
+			{"memory", a.Held.Memory, allowedOf(a, func(t *Totals) string { return t.Memory }), leftOf(a, func(t *Totals) string { return t.Memory })},
+		} {
+			fmt.Fprintf(out, "%-12s %-12s %-12s %s\n", r.name, r.h, bound(r.al), r.l)
+		}
+	}
+	if len(a.Limits) > 0 {
+		fmt.Fprintln(out, "Limits of one TeamSpace:")
+		for _, k := range limitKeys {
+			if v, ok := a.Limits[k]; ok {
+				fmt.Fprintf(out, "  %-26s %s\n", k, v)
+			}
+		}
+	}
+	for _, u := range a.Unknown {
+		fmt.Fprintf(out, "Unknown: %s.\n", u)
+	}
+	return nil
+}
+
+func allowedOf(a *Allowance, f func(*Totals) string) string {
+	if a.Allowed == nil {
+		return "?"
+	}
+	return f(a.Allowed)
+}
+
+func leftOf(a *Allowance, f func(*Totals) string) string {
+	switch {
+	case a.Left == nil:
+		return "?"
+	case f(a.Left) == "":
+		return "-"
+	}
+	return f(a.Left)
+}
