@@ -4,11 +4,41 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/labhub/teamspace/cmd/kubectl-teamspace/plugin"
+	"github.com/labhub/teamspace/tests/golden"
 )
+
+// pluginGolden compares what the plugin printed, with the test's random
+// suffix s replaced by "S", with testdata/plugin/name (-update rewrites
+// it): the output a user sees, on the real API server.
+func pluginGolden(t *testing.T, name, s, got string) {
+	t.Helper()
+	got = strings.ReplaceAll(got, s, "S")
+	path := filepath.Join("testdata", "plugin", name)
+	if *golden.Update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		t.Errorf("%s (-want +got):\n%s", path, diff)
+	}
+}
 
 // runPlugin runs `kubectl teamspace` in this process with args, against
 // the test control plane (KUBECONFIG), as kubectl would run it.
@@ -71,6 +101,11 @@ func TestPluginMine(t *testing.T) {
 	if lines := strings.Split(out, "\n"); len(lines) < 2 || !strings.HasPrefix(lines[0], "NAME") || !strings.HasPrefix(lines[1], owned+" ") {
 		t.Errorf("as the owner, the table:\n%s", out)
 	}
+	pluginGolden(t, "mine-owner.txt", s, out)
+	out, _, _ = runPlugin(t, "--as", requester, "mine")
+	pluginGolden(t, "mine-requester.txt", s, out)
+	out, _, _ = runPlugin(t, "--as", stranger, "mine")
+	pluginGolden(t, "mine-stranger.txt", s, out)
 }
 
 // TestPluginShow (issue #54, item 1): `kubectl teamspace show NAME` with
@@ -111,10 +146,17 @@ func TestPluginShow(t *testing.T) {
 	if v := show(requester); len(v.Namespaces) != 0 && v.Namespaces[0].Source == "live" {
 		t.Errorf("as the requester: %+v, want no quota read live (it is not in the namespace)", v.Namespaces)
 	}
-	out, _, _ := runPlugin(t, "--as", owner, "show", name)
-	if !strings.HasPrefix(out, "TeamSpace "+name+"\n") || !strings.Contains(out, "  pods ") {
+	// The quota's figures come once the quota controller has counted.
+	var out string
+	if !eventually(20*time.Second, 200*time.Millisecond, func() bool {
+		out, _, _ = runPlugin(t, "--as", owner, "show", name)
+		return strings.Contains(out, "  requests.memory ")
+	}) {
 		t.Errorf("as the owner, the table:\n%s", out)
 	}
+	pluginGolden(t, "show-owner.txt", s, out)
+	out, _, _ = runPlugin(t, "--as", requester, "show", name)
+	pluginGolden(t, "show-requester.txt", s, out)
 	for who, target := range map[string]string{stranger: name, owner: "nowhere-" + s} {
 		_, errOut, code := runPlugin(t, "--as", who, "show", target)
 		if code != 1 || !strings.HasPrefix(errOut, "error: TeamSpace "+target+" ") || strings.Count(errOut, "\n") != 1 {
@@ -154,13 +196,19 @@ func TestPluginAllowance(t *testing.T) {
 	if len(a.Unknown) != 1 || !strings.Contains(a.Unknown[0], "teamspace-limits-reader") || a.Left != nil {
 		t.Errorf("as the requester without the limits: unknown %v, left %+v; want the limits unknown, naming the role", a.Unknown, a.Left)
 	}
+	out, _, _ := runPlugin(t, "--as", requester, "allowance")
+	pluginGolden(t, "allowance-requester-no-limits.txt", s, out)
 	binding := "limits-readers-" + s
 	mustKubectl(t, "", "-n", "teamspace-system", "create", "rolebinding", binding, "--clusterrole=teamspace-limits-reader", "--user="+requester)
 	deleteOnCleanup(t, "-n", "teamspace-system", "rolebinding", binding)
+	out, _, _ = runPlugin(t, "--as", stranger, "allowance")
+	pluginGolden(t, "allowance-stranger.txt", s, out)
 	a = allowance(requester)
 	if a.Left == nil || *a.Left != (plugin.Totals{TeamSpaces: "2", Pods: "18", CPU: "7500m", Memory: "15Gi"}) || a.Limits["maxPods"] != "10" || len(a.Unknown) != 0 {
 		t.Errorf("as the requester with the limits: left %+v, limits %v, unknown %v; want 2 TeamSpaces, 18 pods, 7500m, 15Gi left and maxPods 10", a.Left, a.Limits, a.Unknown)
 	}
+	out, _, _ = runPlugin(t, "--as", requester, "allowance")
+	pluginGolden(t, "allowance-requester.txt", s, out)
 	if a := allowance(stranger); a.Held != nil || len(a.Unknown) != 2 {
 		t.Errorf("as a stranger: held %+v, unknown %v; want both unknown, said why", a.Held, a.Unknown)
 	}
