@@ -173,11 +173,13 @@ func (r *Request) selected(all []*template) []*template {
 	return out
 }
 
-// ownName is the name of a child of the TeamSpace's own of kind in unit u,
-// if the template's name is one: the child stays, and no copy is made.
-func ownName(t *template, u *unit) bool {
+// ownName reports whether name is that of a child of the TeamSpace's own
+// of kind k in unit u (team-isolation, team-owners): a template of that
+// name is not copied there (the child stays), and an observed object of
+// that name is the child, not a copy.
+func ownName(k *copyKind, name string, u *unit) bool {
 	for _, ct := range perNamespaceTypes {
-		if ct.kind == t.kind.kind && ct.apiVersion == t.kind.apiVersion && ct.name(u) == t.obj.Metadata.Name {
+		if ct.kind == k.kind && ct.apiVersion == k.apiVersion && ct.name(u) == name {
 			return true
 		}
 	}
@@ -205,7 +207,7 @@ func copyOf(t *template, u *unit) map[string]any {
 // the templates whose name is one of its own children's.
 func unitCopies(selected []*template, u *unit) (copies, taken []*template) {
 	for _, t := range selected {
-		if ownName(t, u) {
+		if ownName(t.kind, t.obj.Metadata.Name, u) {
 			taken = append(taken, t)
 		} else {
 			copies = append(copies, t)
@@ -242,7 +244,7 @@ func (r *Request) copiesSeen(u *unit) map[corev1.ResourceName]int64 {
 			continue
 		}
 		for key, o := range r.Children[k.key] {
-			if strings.HasPrefix(key, prefix) && !isOwnChild(k, u, o) {
+			if strings.HasPrefix(key, prefix) && !ownName(k, o.Metadata.Name, u) {
 				if out == nil {
 					out = map[corev1.ResourceName]int64{}
 				}
@@ -346,7 +348,7 @@ func (r *Request) keepCopies(resp *Response, u *unit) {
 		objs := r.Children[k.key]
 		for _, key := range sortedKeys(objs) {
 			o := objs[key]
-			if !strings.HasPrefix(key, prefix) || isOwnChild(k, u, o) {
+			if !strings.HasPrefix(key, prefix) || ownName(k, o.Metadata.Name, u) {
 				continue
 			}
 			source := o
@@ -361,12 +363,6 @@ func (r *Request) keepCopies(resp *Response, u *unit) {
 			resp.Children = append(resp.Children, c)
 		}
 	}
-}
-
-// isOwnChild reports whether o is a child of the registry's (team-isolation,
-// team-owners), not a copy.
-func isOwnChild(k *copyKind, u *unit, o *Object) bool {
-	return ownName(&template{kind: k, obj: o}, u)
 }
 
 // lastAppliedObject is the object the engine last applied (its

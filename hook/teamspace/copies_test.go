@@ -61,7 +61,7 @@ func copiesIn(resp *Response) []map[string]any {
 	for _, c := range resp.Children {
 		k := copyKindByKey(c["kind"].(string) + "." + c["apiVersion"].(string))
 		md := c["metadata"].(map[string]any)
-		if k != nil && !isOwnChild(k, &unit{teamspace: "alpha", namespace: md["namespace"].(string)}, &Object{Metadata: Meta{Name: md["name"].(string)}}) {
+		if k != nil && !ownName(k, md["name"].(string), &unit{teamspace: "alpha", namespace: md["namespace"].(string)}) {
 			out = append(out, c)
 		}
 	}

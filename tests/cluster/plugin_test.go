@@ -4,13 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/google/go-cmp/cmp"
 
 	"github.com/labhub/teamspace/cmd/kubectl-teamspace/plugin"
 	"github.com/labhub/teamspace/tests/golden"
@@ -22,22 +19,7 @@ import (
 func pluginGolden(t *testing.T, name, s, got string) {
 	t.Helper()
 	got = strings.ReplaceAll(got, s, "S")
-	path := filepath.Join("testdata", "plugin", name)
-	if *golden.Update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(string(want), got); diff != "" {
-		t.Errorf("%s (-want +got):\n%s", path, diff)
-	}
+	golden.CompareText(t, filepath.Join("testdata", "plugin", name), got)
 }
 
 // runPlugin runs `kubectl teamspace` in this process with args, against

@@ -2,7 +2,6 @@ package plugin
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -14,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
-	"sigs.k8s.io/yaml"
 
 	"github.com/labhub/teamspace/hook/teamspace"
 )
@@ -159,30 +157,9 @@ func left(allowed, held *Totals) *Totals {
 		CPU: minus(allowed.CPU, held.CPU), Memory: minus(allowed.Memory, held.Memory)}
 }
 
-func runAllowance(ctx context.Context, c *clients, output string, out io.Writer) error {
-	a, err := allowanceOf(ctx, c)
-	if err != nil {
-		return err
-	}
-	return printAllowance(a, output, out)
-}
-
 func printAllowance(a *Allowance, output string, out io.Writer) error {
-	switch output {
-	case "json":
-		b, err := json.MarshalIndent(a, "", "  ")
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(out, "%s\n", b)
-		return err
-	case "yaml":
-		b, err := yaml.Marshal(a)
-		if err != nil {
-			return err
-		}
-		_, err = out.Write(b)
-		return err
+	if output != "table" {
+		return printStructured(a, output, out)
 	}
 	fmt.Fprintf(out, "Requester: %s", a.User)
 	if a.Exempt {

@@ -2,7 +2,6 @@ package plugin
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -18,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
-	"sigs.k8s.io/yaml"
 
 	"github.com/labhub/teamspace/hook/teamspace"
 )
@@ -205,31 +203,10 @@ func mine(ctx context.Context, c *clients) (*Mine, error) {
 	return out, nil
 }
 
-func runMine(ctx context.Context, c *clients, output string, out io.Writer) error {
-	m, err := mine(ctx, c)
-	if err != nil {
-		return err
-	}
-	return printMine(m, output, out)
-}
-
 // printMine writes m as a table (what kubectl get prints), json or yaml.
 func printMine(m *Mine, output string, out io.Writer) error {
-	switch output {
-	case "json":
-		b, err := json.MarshalIndent(m, "", "  ")
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(out, "%s\n", b)
-		return err
-	case "yaml":
-		b, err := yaml.Marshal(m)
-		if err != nil {
-			return err
-		}
-		_, err = out.Write(b)
-		return err
+	if output != "table" {
+		return printStructured(m, output, out)
 	}
 	if len(m.TeamSpaces) == 0 {
 		fmt.Fprintf(out, "No TeamSpace is %s's.\n", m.User)

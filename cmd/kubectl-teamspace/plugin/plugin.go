@@ -6,6 +6,7 @@ package plugin
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/yaml"
 )
 
 const usage = `kubectl teamspace: TeamSpaces as their owners and requesters see them
@@ -56,38 +58,7 @@ func Run(ctx context.Context, args []string, out, errOut io.Writer) int {
 		fmt.Fprintf(errOut, "error: --output %q: want table, json or yaml\n", *output)
 		return 2
 	}
-	var err error
-	switch rest[0] {
-	case "mine":
-		if len(rest) != 1 {
-			err = usageError("mine takes no arguments")
-			break
-		}
-		var c *clients
-		if c, err = connect(config); err == nil {
-			err = runMine(ctx, c, *output, out)
-		}
-	case "show":
-		if len(rest) != 2 {
-			err = usageError("show takes one TeamSpace name")
-			break
-		}
-		var c *clients
-		if c, err = connect(config); err == nil {
-			err = runShow(ctx, c, rest[1], *output, out)
-		}
-	case "allowance":
-		if len(rest) != 1 {
-			err = usageError("allowance takes no arguments")
-			break
-		}
-		var c *clients
-		if c, err = connect(config); err == nil {
-			err = runAllowance(ctx, c, *output, out)
-		}
-	default:
-		err = usageError(fmt.Sprintf("unknown command %q", rest[0]))
-	}
+	err := runCommand(ctx, config, rest, *output, out)
 	if err != nil {
 		fmt.Fprintf(errOut, "error: %s\n", oneLine(err))
 		var u usageError
@@ -97,6 +68,71 @@ func Run(ctx context.Context, args []string, out, errOut io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// commands are the plugin's commands: how many arguments each takes
+// after its name, and what it answers, printed by printStructured or its
+// own table.
+var commands = map[string]struct {
+	args   int
+	argsIs string
+	run    func(ctx context.Context, c *clients, args []string, output string, out io.Writer) error
+}{
+	"mine": {0, "mine takes no arguments", func(ctx context.Context, c *clients, _ []string, output string, out io.Writer) error {
+		m, err := mine(ctx, c)
+		if err != nil {
+			return err
+		}
+		return printMine(m, output, out)
+	}},
+	"show": {1, "show takes one TeamSpace name", func(ctx context.Context, c *clients, args []string, output string, out io.Writer) error {
+		s, err := show(ctx, c, args[0])
+		if err != nil {
+			return err
+		}
+		return printShow(s, output, out)
+	}},
+	"allowance": {0, "allowance takes no arguments", func(ctx context.Context, c *clients, _ []string, output string, out io.Writer) error {
+		a, err := allowanceOf(ctx, c)
+		if err != nil {
+			return err
+		}
+		return printAllowance(a, output, out)
+	}},
+}
+
+// runCommand runs command args[0] with the rest of args.
+func runCommand(ctx context.Context, config *genericclioptions.ConfigFlags, args []string, output string, out io.Writer) error {
+	cmd, ok := commands[args[0]]
+	switch {
+	case !ok:
+		return usageError(fmt.Sprintf("unknown command %q", args[0]))
+	case len(args)-1 != cmd.args:
+		return usageError(cmd.argsIs)
+	}
+	c, err := connect(config)
+	if err != nil {
+		return err
+	}
+	return cmd.run(ctx, c, args[1:], output, out)
+}
+
+// printStructured writes what a command answers as json or yaml (-o).
+func printStructured(v any, output string, out io.Writer) error {
+	if output == "yaml" {
+		b, err := yaml.Marshal(v)
+		if err != nil {
+			return err
+		}
+		_, err = out.Write(b)
+		return err
+	}
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(out, "%s\n", b)
+	return err
 }
 
 type usageError string

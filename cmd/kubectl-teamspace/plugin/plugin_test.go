@@ -3,34 +3,20 @@ package plugin
 import (
 	"bytes"
 	"context"
-	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	authorizationv1 "k8s.io/api/authorization/v1"
+
+	goldenfile "github.com/labhub/teamspace/tests/golden"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden outputs in testdata")
-
-// golden compares got with testdata/name, rewriting it with -update.
+// golden compares got with testdata/name (-update rewrites it).
 func golden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(string(want), got); diff != "" {
-		t.Errorf("%s (-want +got):\n%s", path, diff)
-	}
+	goldenfile.CompareText(t, filepath.Join("testdata", name), got)
 }
 
 func TestTeamSpaceRights(t *testing.T) {

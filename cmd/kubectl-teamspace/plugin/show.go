@@ -2,7 +2,6 @@ package plugin
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -13,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
-	"sigs.k8s.io/yaml"
 
 	"github.com/labhub/teamspace/hook/teamspace"
 )
@@ -205,30 +203,9 @@ func bar(used, hard string, width int) string {
 	return "[" + strings.Repeat("#", filled) + strings.Repeat(".", width-filled) + "]"
 }
 
-func runShow(ctx context.Context, c *clients, name, output string, out io.Writer) error {
-	s, err := show(ctx, c, name)
-	if err != nil {
-		return err
-	}
-	return printShow(s, output, out)
-}
-
 func printShow(s *Show, output string, out io.Writer) error {
-	switch output {
-	case "json":
-		b, err := json.MarshalIndent(s, "", "  ")
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(out, "%s\n", b)
-		return err
-	case "yaml":
-		b, err := yaml.Marshal(s)
-		if err != nil {
-			return err
-		}
-		_, err = out.Write(b)
-		return err
+	if output != "table" {
+		return printStructured(s, output, out)
 	}
 	fmt.Fprintf(out, "TeamSpace %s\n", s.Name)
 	if s.RequestedBy != "" {
