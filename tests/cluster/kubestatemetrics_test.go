@@ -46,6 +46,11 @@ func TestKubeStateMetricsConfig(t *testing.T) {
 		`{"type":"Ready","status":"False","reason":"QuotaPending","message":"` + msg + `","lastTransitionTime":"2026-12-05T10:00:00Z"},` +
 		`{"type":"Reconciling","status":"True","reason":"QuotaPending","message":"` + msg + `","lastTransitionTime":"2026-12-05T10:00:00Z"}]}}`
 	mustKubectl(t, "", "patch", "teamspace", name, "--subresource=status", "--type=merge", "-p", status)
+	// A quota of a namespace (as the engine makes team-quota), counted by
+	// the quota controller: kube-state-metrics' own kube_resourcequota.
+	mustKubectl(t, "", "create", "namespace", name)
+	deleteOnCleanup(t, "namespace", name)
+	mustKubectl(t, `{"apiVersion":"v1","kind":"ResourceQuota","metadata":{"name":"team-quota","namespace":"`+name+`"},"spec":{"hard":{"pods":"4","requests.cpu":"2"}}}`, "create", "-f", "-")
 
 	config := filepath.Join(repoRoot(t), "hack", "deploy", "prometheus", "kube-state-metrics.yaml")
 	addr, telemetry := testenv.FreeAddr(t), testenv.FreeAddr(t)
@@ -54,7 +59,7 @@ func TestKubeStateMetricsConfig(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var log strings.Builder
 	cmd := exec.CommandContext(ctx, bin, "--kubeconfig="+cp.Kubeconfig,
-		"--custom-resource-state-only", "--custom-resource-state-config-file="+config,
+		"--resources=resourcequotas", "--custom-resource-state-config-file="+config,
 		"--host="+host, "--port="+port, "--telemetry-host="+host, "--telemetry-port="+tport)
 	cmd.Stdout, cmd.Stderr = &log, &log
 	if err := cmd.Start(); err != nil {
@@ -68,11 +73,12 @@ func TestKubeStateMetricsConfig(t *testing.T) {
 	var metrics string
 	if !eventually(60*time.Second, 500*time.Millisecond, func() bool {
 		metrics = scrape("http://" + addr + "/metrics")
-		return strings.Contains(metrics, `teamspace_status_condition{`) && strings.Contains(metrics, `name="`+name+`"`)
+		return strings.Contains(metrics, `teamspace_status_condition{`) && strings.Contains(metrics, `name="`+name+`"`) &&
+			strings.Contains(metrics, `namespace="`+name+`"`) && strings.Contains(metrics, `type="used"`)
 	}) {
 		t.Fatalf("kube-state-metrics exports nothing for TeamSpace %s after 60s; it exports:\n%s\nits log:\n%s", name, metrics, log.String())
 	}
-	series := parseSeries(metrics, name)
+	series := parseSeries(metrics, "name", name)
 	want := map[string]float64{
 		`teamspace_status_condition{name,reason=QuotaPending,type=Ready}`:       0,
 		`teamspace_status_condition{name,reason=QuotaPending,type=Reconciling}`: 1,
@@ -92,20 +98,42 @@ func TestKubeStateMetricsConfig(t *testing.T) {
 			t.Errorf("%s = %v, want %v", k, got, v)
 		}
 	}
-	// Every teamspace_* series the rules and their tests name is one the
-	// configuration exports.
-	exported := map[string]bool{}
-	for k := range series {
-		exported[k[:strings.IndexByte(k, '{')]] = true
+	// team-quota as kube_resourcequota, with the labels the rules and the
+	// dashboard match on.
+	quota := parseSeries(metrics, "namespace", name)
+	for k, v := range map[string]float64{
+		`kube_resourcequota{namespace,resource=pods,resourcequota=team-quota,type=hard}`:         4,
+		`kube_resourcequota{namespace,resource=pods,resourcequota=team-quota,type=used}`:         0,
+		`kube_resourcequota{namespace,resource=requests.cpu,resourcequota=team-quota,type=hard}`: 2,
+	} {
+		if got, ok := quota[k]; !ok {
+			t.Errorf("kube-state-metrics exports no %s for namespace %s; it exports:\n%s", k, name, strings.Join(keys(quota), "\n"))
+		} else if got != v {
+			t.Errorf("%s = %v, want %v", k, got, v)
+		}
 	}
-	for _, f := range []string{"teamspace-rules.yaml", "teamspace-rules.test.yaml"} {
+	// Every teamspace_* and kube_* series the rules, the dashboard and
+	// their tests name is one kube-state-metrics exports with the
+	// configuration; the hook's own (teamspace_hook_*, teamspace_archive_*)
+	// are checked against the hook by hook/server's
+	// TestDashboardSeriesAreTheHooks.
+	exported := map[string]bool{}
+	for _, s := range []map[string]float64{series, quota} {
+		for k := range s {
+			exported[k[:strings.IndexByte(k, '{')]] = true
+		}
+	}
+	for _, f := range []string{"teamspace-rules.yaml", "teamspace-rules.test.yaml", "teamspace-dashboard.json", "teamspace-dashboard.test.yaml"} {
 		b, err := os.ReadFile(filepath.Join(repoRoot(t), "hack", "deploy", "prometheus", f))
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, m := range regexp.MustCompile(`\bteamspace_[a-z_]+`).FindAllString(string(b), -1) {
+		for _, m := range regexp.MustCompile(`\b(?:teamspace|kube)_[a-z_]+`).FindAllString(string(b), -1) {
+			if strings.HasPrefix(m, "teamspace_hook_") || strings.HasPrefix(m, "teamspace_archive_") {
+				continue
+			}
 			if !exported[m] {
-				t.Errorf("%s names %s, which kube-state-metrics.yaml does not export", f, m)
+				t.Errorf("%s names %s, which kube-state-metrics does not export with kube-state-metrics.yaml", f, m)
 			}
 		}
 	}
@@ -122,10 +150,11 @@ func scrape(url string) string {
 	return string(b)
 }
 
-// parseSeries reads the text exposition format: the series of TeamSpace
-// name, keyed metric{labels} with the labels sorted, kube-state-metrics'
-// customresource_* left out and name written without its value.
-func parseSeries(text, name string) map[string]float64 {
+// parseSeries reads the text exposition format: the series whose label
+// key is value (a TeamSpace's name, a namespace), keyed metric{labels} with
+// the labels sorted, kube-state-metrics' customresource_* left out and key
+// written without its value.
+func parseSeries(text, key, value string) map[string]float64 {
 	line := regexp.MustCompile(`^([a-z_]+)\{(.*)\} (\S+)$`)
 	label := regexp.MustCompile(`([a-z_]+)="((?:[^"\\]|\\.)*)"`)
 	out := map[string]float64{}
@@ -139,9 +168,9 @@ func parseSeries(text, name string) map[string]float64 {
 		for _, lm := range label.FindAllStringSubmatch(m[2], -1) {
 			switch {
 			case strings.HasPrefix(lm[1], "customresource_"):
-			case lm[1] == "name":
-				mine = lm[2] == name
-				labels = append(labels, "name")
+			case lm[1] == key:
+				mine = lm[2] == value
+				labels = append(labels, key)
 			default:
 				labels = append(labels, lm[1]+"="+lm[2])
 			}

@@ -378,3 +378,32 @@ func mustRead(t *testing.T, rel string) []byte {
 	}
 	return b
 }
+
+// TestKustomizePrometheus: hack/deploy/prometheus renders the alert rules
+// as they are in prometheusrule.yaml and the dashboard as a ConfigMap that
+// Grafana's sidecar loads (label grafana_dashboard), holding the JSON
+// model byte for byte.
+func TestKustomizePrometheus(t *testing.T) {
+	offline(t)
+	objs := kustomize(t, "hack/deploy/prometheus")
+	if len(objs) != 2 {
+		t.Errorf("hack/deploy/prometheus renders %d objects, want the PrometheusRule and the dashboard's ConfigMap", len(objs))
+	}
+	rule := find(objs, "PrometheusRule", "teamspace")
+	if want := readManifest(t, "hack/deploy/prometheus/prometheusrule.yaml"); rule == nil || !reflect.DeepEqual(want[0], rule) {
+		t.Errorf("PrometheusRule teamspace is not prometheusrule.yaml's:\n%s", jsonText(rule))
+	}
+	cm := find(objs, "ConfigMap", "teamspace-dashboard")
+	if cm == nil {
+		t.Fatal("no ConfigMap teamspace-dashboard")
+	}
+	if ns := str(cm, "metadata", "namespace"); ns != "teamspace-system" {
+		t.Errorf("ConfigMap teamspace-dashboard in %q, want teamspace-system", ns)
+	}
+	if l := str(cm, "metadata", "labels", "grafana_dashboard"); l != "1" {
+		t.Errorf("ConfigMap teamspace-dashboard has label grafana_dashboard=%q, want \"1\" (the sidecar's default)", l)
+	}
+	if got, want := str(cm, "data", "teamspace-dashboard.json"), string(mustRead(t, "hack/deploy/prometheus/teamspace-dashboard.json")); got != want {
+		t.Error("ConfigMap teamspace-dashboard does not hold teamspace-dashboard.json as it is")
+	}
+}
