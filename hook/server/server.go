@@ -61,9 +61,11 @@ func New(cfg Config) *Handler {
 	r := mux.NewRouter()
 	// sync and customize are pure: their answers are memoised by request
 	// body (answerCache); finalize has the archive's side effect and is not.
-	r.Handle("/sync", h.hook("sync", h.sync, h.newAnswerCache("sync"))).Methods(http.MethodPost)
-	r.Handle("/finalize", h.hook("finalize", h.finalize, nil)).Methods(http.MethodPost)
-	r.Handle("/customize", h.hook("customize", h.customize, h.newAnswerCache("customize"))).Methods(http.MethodPost)
+	r.Handle("/sync", h.hook("sync", teamSpaceHook(h.sync), h.newAnswerCache("sync"))).Methods(http.MethodPost)
+	r.Handle("/finalize", h.hook("finalize", teamSpaceHook(h.finalize), nil)).Methods(http.MethodPost)
+	r.Handle("/customize", h.hook("customize", teamSpaceHook(h.customize), h.newAnswerCache("customize"))).Methods(http.MethodPost)
+	// The DecoratorController of the team namespaces' quotas: pure too.
+	r.Handle("/quotas", h.hook("quotas", quotas, h.newAnswerCache("quotas"))).Methods(http.MethodPost)
 	r.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok\n"))
@@ -74,7 +76,7 @@ func New(cfg Config) *Handler {
 		writeError(w, http.StatusMethodNotAllowed, "MethodNotAllowed", req.Method+" is not allowed on "+req.URL.Path)
 	})
 	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		writeError(w, http.StatusNotFound, "NotFound", "no such endpoint "+req.URL.Path+"; the hook serves POST /sync, /finalize and /customize")
+		writeError(w, http.StatusNotFound, "NotFound", "no such endpoint "+req.URL.Path+"; the hook serves POST /sync, /finalize, /customize and /quotas")
 	})
 	h.router = r
 	return h
@@ -82,8 +84,59 @@ func New(cfg Config) *Handler {
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.router.ServeHTTP(w, r) }
 
-// hookFunc answers one decoded, validated request.
+// hookFunc answers one decoded, validated TeamSpace request.
 type hookFunc func(context.Context, *teamspace.Request) (any, *hookError)
+
+// endpoint decodes, validates and answers one request body, saying whose
+// it is for the log (nil when that cannot be read).
+type endpoint func(ctx context.Context, body []byte) (*parentID, any, *hookError)
+
+// teamSpaceHook is the endpoint of a CompositeController hook: a request
+// about a TeamSpace.
+func teamSpaceHook(fn hookFunc) endpoint {
+	return func(ctx context.Context, body []byte) (*parentID, any, *hookError) {
+		req, err := decode(body)
+		if err != nil {
+			return nil, nil, &hookError{http.StatusBadRequest, "InvalidJSON", err.Error()}
+		}
+		who := identify(req)
+		if err := req.Validate(); err != nil {
+			return who, nil, requestError(err)
+		}
+		answer, herr := fn(ctx, req)
+		return who, answer, herr
+	}
+}
+
+// quotas is the endpoint of the DecoratorController of the team
+// namespaces' quotas (teamspace.Quotas); the namespace is who it is for.
+func quotas(_ context.Context, body []byte) (*parentID, any, *hookError) {
+	var req teamspace.QuotasRequest
+	if err := decodeInto(body, &req); err != nil {
+		return nil, nil, &hookError{http.StatusBadRequest, "InvalidJSON", err.Error()}
+	}
+	var who *parentID
+	if req.Object != nil {
+		who = &parentID{Name: req.Object.Metadata.Name, UID: string(req.Object.Metadata.UID)}
+	}
+	if err := req.Validate(); err != nil {
+		return who, nil, requestError(err)
+	}
+	resp, err := teamspace.Quotas(&req)
+	if err != nil {
+		return who, nil, requestError(err)
+	}
+	return who, resp, nil
+}
+
+// requestError is a refusal of a request the hook cannot answer (400).
+func requestError(err error) *hookError {
+	var re *teamspace.RequestError
+	if errors.As(err, &re) {
+		return &hookError{http.StatusBadRequest, re.Reason, re.Message}
+	}
+	return &hookError{http.StatusBadRequest, "InvalidRequest", err.Error()}
+}
 
 // hookError is a failure with the HTTP code and a reason for metrics.
 type hookError struct {
@@ -99,7 +152,7 @@ var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 // hook wraps a hookFunc with what every hook endpoint does: authentication,
 // the body limit, decoding and validation, the JSON answer, a log line and
 // metrics.
-func (h *Handler) hook(name string, fn hookFunc, cache *answerCache) http.Handler {
+func (h *Handler) hook(name string, fn endpoint, cache *answerCache) http.Handler {
 	// The series of a successful call are looked up once, not per request.
 	okRequests := h.metrics.requests.WithLabelValues(name, "200")
 	duration := h.metrics.duration.WithLabelValues(name)
@@ -126,7 +179,7 @@ func (h *Handler) hook(name string, fn hookFunc, cache *answerCache) http.Handle
 	})
 }
 
-func (h *Handler) serve(r *http.Request, fn hookFunc, cache *answerCache) (*parentID, []byte, *hookError) {
+func (h *Handler) serve(r *http.Request, fn endpoint, cache *answerCache) (*parentID, []byte, *hookError) {
 	if !h.authorized(r) {
 		return nil, nil, &hookError{http.StatusUnauthorized, "Unauthorized", "missing or wrong bearer token"}
 	}
@@ -148,19 +201,7 @@ func (h *Handler) serve(r *http.Request, fn hookFunc, cache *answerCache) (*pare
 			return &e.who, e.answer, nil
 		}
 	}
-	req, err := decode(buf.Bytes())
-	if err != nil {
-		return nil, nil, &hookError{http.StatusBadRequest, "InvalidJSON", err.Error()}
-	}
-	who := identify(req)
-	if err := req.Validate(); err != nil {
-		var re *teamspace.RequestError
-		if errors.As(err, &re) {
-			return who, nil, &hookError{http.StatusBadRequest, re.Reason, re.Message}
-		}
-		return who, nil, &hookError{http.StatusBadRequest, "InvalidRequest", err.Error()}
-	}
-	answer, herr := fn(r.Context(), req)
+	who, answer, herr := fn(r.Context(), buf.Bytes())
 	if herr != nil {
 		return who, nil, herr
 	}
@@ -177,20 +218,28 @@ func (h *Handler) serve(r *http.Request, fn hookFunc, cache *answerCache) (*pare
 	return who, body, nil
 }
 
-// decode parses a request body, which must be one JSON object.
+// decode parses a TeamSpace request body, which must be one JSON object.
 func decode(body []byte) (*teamspace.Request, error) {
-	trimmed := bytes.TrimSpace(body)
-	if len(trimmed) == 0 {
-		return nil, errors.New("request body is empty; want a JSON object from the engine")
-	}
-	if trimmed[0] != '{' {
-		return nil, errors.New("request body is not a JSON object")
-	}
 	var req teamspace.Request
-	if err := json.Unmarshal(trimmed, &req); err != nil {
-		return nil, errors.New("request body is not a valid engine request: " + err.Error())
+	if err := decodeInto(body, &req); err != nil {
+		return nil, err
 	}
 	return &req, nil
+}
+
+// decodeInto parses a request body, which must be one JSON object.
+func decodeInto(body []byte, into any) error {
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 {
+		return errors.New("request body is empty; want a JSON object from the engine")
+	}
+	if trimmed[0] != '{' {
+		return errors.New("request body is not a JSON object")
+	}
+	if err := json.Unmarshal(trimmed, into); err != nil {
+		return errors.New("request body is not a valid engine request: " + err.Error())
+	}
+	return nil
 }
 
 // sync answers from the request alone, but for one side effect: an answer

@@ -50,7 +50,13 @@ func (r *Request) namespaceStatuses(all, unasked []*unit, conflicts map[*unit]st
 		default:
 			s.State = NamespaceActive
 		}
-		if quota := r.observed(quotaType, u); quota != nil {
+		switch quota := r.observed(quotaType, u); {
+		case r.quotasViaNamespace():
+			// As the DecoratorController reports it (quotas.go).
+			if ns != nil {
+				s.Message = ns.Metadata.Annotations[OverShareAnnotation]
+			}
+		case quota != nil:
 			s.Usage = quotaUsage(quota)
 			s.Message = overShare(quota)
 		}

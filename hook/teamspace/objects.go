@@ -162,6 +162,7 @@ var objectsQuotaType = &childType{
 	kind:            "ResourceQuota",
 	name:            func(*unit) string { return ObjectsQuotaName },
 	namespaced:      true,
+	viaNamespace:    true,
 	optional:        true,
 	pendingReason:   ReasonQuotaPending,
 	outOfDateReason: ReasonQuotaOutOfDate,

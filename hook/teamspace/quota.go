@@ -28,6 +28,7 @@ var quotaType = &childType{
 	kind:            "ResourceQuota",
 	name:            func(*unit) string { return QuotaName },
 	namespaced:      true,
+	viaNamespace:    true,
 	pendingReason:   ReasonQuotaPending,
 	outOfDateReason: ReasonQuotaOutOfDate,
 	// A quota made before children carried the TeamSpace label (recorded

@@ -57,6 +57,12 @@ func newResponse(r *Request) *Response {
 	if ns := r.observedNamespace(); ns != nil {
 		resp.Status.Namespace = ns.Metadata.Name
 	}
+	if r.quotasViaNamespace() {
+		// The figures change with every pod: kept current here, each
+		// would cost a sync of the TeamSpace (quotas.go). Read them live
+		// (README "Usage").
+		return resp
+	}
 	var quotas []*Object
 	for _, u := range r.observedUnits() {
 		quotas = append(quotas, r.observed(quotaType, u))

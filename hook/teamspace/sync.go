@@ -2,10 +2,12 @@ package teamspace
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -150,19 +152,47 @@ func syncWith(r *Request, blocked error) *Response {
 func (r *Request) answerUnit(resp *Response, u *unit, types []*childType, wanted []wantedChild) []wantedChild {
 	state := r.namespaceState(u)
 	insideAllowed := state != namespaceMissing && state != namespaceTerminating
-	for _, t := range types {
-		o := r.observed(t, u)
-		obj := t.desired(u, o)
+	viaNamespace := r.quotasViaNamespace()
+	desired := make([]object, len(types))
+	quotas := map[string]corev1.ResourceList{}
+	for i, t := range types {
+		desired[i] = t.desired(u, r.observed(t, u))
+		if q, ok := desired[i].(*corev1.ResourceQuota); ok && t.viaNamespace && viaNamespace {
+			quotas[t.name(u)] = q.Spec.Hard
+		}
+	}
+	for i, t := range types {
+		obj := desired[i]
 		if obj == nil {
 			continue
 		}
+		if t == namespaceType && viaNamespace {
+			// The namespace carries its quotas from its first answer:
+			// the DecoratorController makes them as soon as it exists.
+			obj.SetAnnotations(withQuotas(obj.GetAnnotations(), quotas))
+		}
+		o := r.observed(t, u)
 		answer, strangers := t.strangersOf(t.answer(obj), obj, o)
 		wanted = append(wanted, wantedChild{t, u, obj, o, strangers})
+		if t.viaNamespace && viaNamespace {
+			continue
+		}
 		if (!t.namespaced || insideAllowed) && (t.after == nil || r.observed(t.after, u) != nil) {
 			resp.Children = append(resp.Children, answer)
 		}
 	}
 	return wanted
+}
+
+// withQuotas is a namespace's annotations with the quotas it holds
+// (QuotasAnnotation, quotas.go).
+func withQuotas(annotations map[string]string, quotas map[string]corev1.ResourceList) map[string]string {
+	out := maps.Clone(annotations)
+	if out == nil {
+		out = map[string]string{}
+	}
+	out[QuotasAnnotation] = encodeQuotas(quotas)
+	return out
 }
 
 // creating says what a TeamSpace is creating when each of its namespaces
@@ -238,7 +268,11 @@ func (r *Request) childProblems(answered []*unit, wanted []wantedChild) (string,
 		case len(c.strangers) > 0:
 			add(c.t.outOfDateReason, fmt.Sprintf("%s %s has what the spec does not set at %s; removing it", c.t.kind, ref, strings.Join(c.strangers, ", ")))
 		case c.observed == nil:
-			add(c.t.pendingReason, c.t.pendingMessage(ref, c.desired))
+			msg := c.t.pendingMessage(ref, c.desired)
+			if c.t.viaNamespace && r.quotasViaNamespace() {
+				msg += " by DecoratorController " + QuotasControllerName
+			}
+			add(c.t.pendingReason, msg)
 		case !c.t.matches(c.compared(), c.observed):
 			add(c.t.outOfDateReason, c.t.outOfDateMessageFor(ref, c.observed, c.desired))
 		}
@@ -295,6 +329,14 @@ func keepUnit(r *Request, resp *Response, u *unit, types []*childType, unobserve
 	var kept []string
 	for _, t := range types {
 		o := r.observed(t, u)
+		if t.viaNamespace && r.quotasViaNamespace() {
+			// Kept with the namespace, in its QuotasAnnotation as last
+			// applied; named as the quota it is.
+			if o != nil {
+				kept = append(kept, keptName(t, u, t.kept(u, o)))
+			}
+			continue
+		}
 		if o == nil && !unobserved {
 			continue
 		}
@@ -304,14 +346,20 @@ func keepUnit(r *Request, resp *Response, u *unit, types []*childType, unobserve
 		}
 		resp.Children = append(resp.Children, t.answer(obj))
 		if o != nil && t.namespaced {
-			name := t.keptName(u, obj)
-			if u.entry != "" {
-				name = "in " + u.namespace + " " + name
-			}
-			kept = append(kept, name)
+			kept = append(kept, keptName(t, u, obj))
 		}
 	}
 	return kept
+}
+
+// keptName names a kept child inside a unit's namespace, an extra
+// namespace's with it.
+func keptName(t *childType, u *unit, obj object) string {
+	name := t.keptName(u, obj)
+	if u.entry != "" {
+		name = "in " + u.namespace + " " + name
+	}
+	return name
 }
 
 // unaskedUnits are the observed namespaces of the TeamSpace that no unit

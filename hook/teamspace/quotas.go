@@ -1,0 +1,169 @@
+package teamspace
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// A team namespace's quotas are not the CompositeController's children but
+// a DecoratorController's (teamspace-quotas in compositecontroller.yaml),
+// whose parent is the namespace. The quota controller rewrites a quota's
+// status on every pod created or deleted in the namespace, and the engine
+// syncs the parent of a child on every change of it, status included: as a
+// child of the TeamSpace, each pod event cost a sync of the TeamSpace, and
+// every CompositeController sync reads the TeamSpace live (a GET) before it
+// compares its status. A DecoratorController's sync compares the parent
+// from its cache and writes nothing when nothing changed: a pod event now
+// costs the engine one call of this hook and no request (BENCHMARKS.md
+// §13).
+//
+// The TeamSpace's sync stays the one place that decides: it writes the
+// quotas each namespace must hold into the namespace (QuotasAnnotation),
+// and this hook makes them, reporting back on the namespace what the
+// quotas hold (QuotasObservedAnnotation), which Sync reads as it read the
+// quotas themselves (Ready waits for them, an invalid spec keeps them as
+// last applied, a kept namespace's share stays reserved).
+const (
+	// QuotasAnnotation on a team namespace is the quotas it holds: a JSON
+	// object of quota name (team-quota, team-objects) to spec.hard, in
+	// the canonical form the API server stores. Written by Sync.
+	QuotasAnnotation = Group + "/quotas"
+	// QuotasObservedAnnotation is what the quotas in the namespace hold,
+	// in the same form: the spec.hard of each that exists. Written by
+	// Quotas.
+	QuotasObservedAnnotation = Group + "/quotas-observed"
+	// OverShareAnnotation says where team-quota reports more used than
+	// its limit (a share lowered below what runs), absent otherwise: it
+	// changes only when that starts or ends, never per pod. Written by
+	// Quotas.
+	OverShareAnnotation = Group + "/over-share"
+	// QuotasControllerName is the DecoratorController that makes the
+	// quotas.
+	QuotasControllerName = "teamspace-quotas"
+)
+
+// quotaNames are the quotas a team namespace may hold.
+var quotaNames = []string{QuotaName, ObjectsQuotaName}
+
+// QuotasRequest is what a DecoratorController sends: the parent (here a
+// team namespace) as object, its children as attachments, keyed like
+// Request's children.
+type QuotasRequest struct {
+	Object      *Object              `json:"object"`
+	Attachments map[string]ObjectMap `json:"attachments"`
+}
+
+// QuotasResponse is the answer: the quotas, and the report on the
+// namespace. Status is always null (the engine leaves the namespace's
+// status alone) and Attachments never null (the engine deletes every
+// attachment left out, and null would mean all of them).
+type QuotasResponse struct {
+	Annotations map[string]*string `json:"annotations"`
+	Status      *struct{}          `json:"status"`
+	Attachments []map[string]any   `json:"attachments"`
+}
+
+// Validate checks that the request is one Quotas can answer: a team
+// namespace, and ResourceQuotas as its only attachments.
+func (r *QuotasRequest) Validate() error {
+	ns := r.Object
+	if ns == nil {
+		return badRequest("MissingParent", "request has no object")
+	}
+	if ns.APIVersion != "v1" || ns.Kind != "Namespace" {
+		return badRequest("WrongKind", "object is apiVersion %q kind %q, want a Namespace", ns.APIVersion, ns.Kind)
+	}
+	if ns.Metadata.Labels[TeamSpaceLabel] == "" || !strings.HasPrefix(ns.Metadata.Name, NamespacePrefix) {
+		return badRequest("NotATeamNamespace", "namespace %q is not a team namespace (no label %s, or not named %s*)", ns.Metadata.Name, TeamSpaceLabel, NamespacePrefix)
+	}
+	for key, objs := range r.Attachments {
+		if key != quotaType.key {
+			return badRequest("UnexpectedChild", "attachments of type %q are not managed by %s (want %s)", key, QuotasControllerName, quotaType.key)
+		}
+		for name, o := range objs {
+			if o == nil || o.Kind != quotaType.kind {
+				return badRequest("UnexpectedChild", "attachments[%q][%q] is not a %s", key, name, quotaType.kind)
+			}
+		}
+	}
+	return nil
+}
+
+// Quotas answers the DecoratorController of a team namespace: the quotas
+// its QuotasAnnotation asks for, each with the TeamSpace label and only
+// spec.hard, and the report of what the quotas there hold. An annotation
+// that is missing or does not parse is refused: the engine then changes
+// nothing, so no quota is deleted or weakened, and records the error as an
+// event on the namespace.
+func Quotas(r *QuotasRequest) (*QuotasResponse, error) {
+	ns := r.Object
+	desired, err := quotasOf(ns.Metadata.Annotations, QuotasAnnotation)
+	if err != nil {
+		return nil, badRequest("InvalidQuotas", "namespace %s: %v; its quotas are kept as they are", ns.Metadata.Name, err)
+	}
+	resp := &QuotasResponse{Attachments: []map[string]any{}, Annotations: map[string]*string{}}
+	for _, name := range slices.Sorted(maps.Keys(desired)) {
+		q := &corev1.ResourceQuota{Spec: corev1.ResourceQuotaSpec{Hard: desired[name]}}
+		q.Name, q.Namespace = name, ns.Metadata.Name
+		q.Labels = map[string]string{TeamSpaceLabel: ns.Metadata.Labels[TeamSpaceLabel]}
+		resp.Attachments = append(resp.Attachments, quotaType.answer(q))
+	}
+
+	observed := map[string]corev1.ResourceList{}
+	var overShareMsg string
+	for _, o := range r.Attachments[quotaType.key] {
+		if !slices.Contains(quotaNames, o.Metadata.Name) {
+			continue
+		}
+		q, err := quotaType.decode(o)
+		if err != nil {
+			continue // reported as missing: Sync waits, the engine writes it again
+		}
+		observed[o.Metadata.Name] = q.(*corev1.ResourceQuota).Spec.Hard
+		if o.Metadata.Name == QuotaName {
+			overShareMsg = overShare(o)
+		}
+	}
+	report := encodeQuotas(observed)
+	resp.Annotations[QuotasObservedAnnotation] = &report
+	resp.Annotations[OverShareAnnotation] = nil // deletes it
+	if overShareMsg != "" {
+		resp.Annotations[OverShareAnnotation] = &overShareMsg
+	}
+	return resp, nil
+}
+
+// quotasOf reads an annotation of quotas (QuotasAnnotation's form).
+func quotasOf(annotations map[string]string, key string) (map[string]corev1.ResourceList, error) {
+	raw, ok := annotations[key]
+	if !ok {
+		return nil, fmt.Errorf("no annotation %s", key)
+	}
+	var quotas map[string]corev1.ResourceList
+	if err := json.Unmarshal([]byte(raw), &quotas); err != nil {
+		return nil, fmt.Errorf("annotation %s does not parse: %v", key, err)
+	}
+	for name := range quotas {
+		if !slices.Contains(quotaNames, name) {
+			return nil, fmt.Errorf("annotation %s names quota %q (want %s)", key, name, strings.Join(quotaNames, " or "))
+		}
+	}
+	return quotas, nil
+}
+
+// encodeQuotas is the annotation form of quotas: JSON with sorted keys and
+// the quantities as the API server stores them, so that the same quotas
+// always read the same (a different string would be a write).
+func encodeQuotas(quotas map[string]corev1.ResourceList) string {
+	b, err := json.Marshal(quotas)
+	if err != nil {
+		// ResourceLists always encode.
+		panic(fmt.Sprintf("teamspace: cannot encode quotas: %v", err))
+	}
+	return string(b)
+}
