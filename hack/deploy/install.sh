@@ -212,7 +212,7 @@ platform_manifests kc | apply -f - >&2
 say "team-* namespaces: only the engine (ServiceAccount $TS_NAMESPACE/$TS_SERVICE_ACCOUNT, ClusterRole teamspace-metacontroller), system:masters and holders of ClusterRole teamspace-team-namespaces may create them"
 ensure_limits_config kc
 kc wait --for=condition=Established --timeout=60s \
-	crd/compositecontrollers.metacontroller.k8s.io crd/"$TS_CRD" >&2
+	crd/compositecontrollers.metacontroller.k8s.io crd/decoratorcontrollers.metacontroller.k8s.io crd/"$TS_CRD" >&2
 wait_teamspaces_admitted kc || die "TeamSpaces are not admitted; see the API server's log"
 
 # The engine's credential: a long-lived token of ServiceAccount
@@ -312,11 +312,15 @@ healthy() {
 healthy teamspace-hook "http://$HOOK_ADDRESS/healthz"
 healthy metacontroller "http://$METACONTROLLER_HEALTH_ADDRESS/healthz"
 
-# Last: the CompositeController, its hook URLs at this install's hook, kept
-# as applied in $confdir (what the walkthrough on a node re-applies).
+# Last: the CompositeController and the quotas' DecoratorController, their
+# hook URLs at this install's hook, kept as applied in $confdir (what the
+# walkthrough on a node re-applies); then the quotas made before the
+# DecoratorController are handed over to it (hand-over-quotas.sh).
 compositecontroller_at "http://$HOOK_ADDRESS" >"$tmp/compositecontroller.yaml"
 install -m 0644 "$tmp/compositecontroller.yaml" "$confdir/compositecontroller.yaml"
-say "applying the CompositeController (hook at http://$HOOK_ADDRESS)"
+say "applying the CompositeController and the DecoratorController (hook at http://$HOOK_ADDRESS)"
 apply -f "$confdir/compositecontroller.yaml" >&2
+handed=$(hand_over_quotas kc)
+((handed == 0)) || say "handed $handed quota(s) made before it over to DecoratorController $TS_QUOTAS_CONTROLLER"
 
 say "done. Try: kubectl apply -f - <<<'{\"apiVersion\":\"platform.labhub.io/v1alpha1\",\"kind\":\"TeamSpace\",\"metadata\":{\"name\":\"demo\"},\"spec\":{\"pods\":5}}'; kubectl get teamspaces"

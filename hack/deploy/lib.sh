@@ -169,3 +169,34 @@ none_start() {
 	say "starting $name: ${argv[*]} (log: $logdir/$name.log)"
 	start_bg "$rundir/$name.pid" "$logdir/$name.log" env "${envs[@]}" "${argv[@]}"
 }
+
+# TS_QUOTAS_CONTROLLER is the DecoratorController of the team namespaces'
+# quotas (compositecontroller.yaml).
+TS_QUOTAS_CONTROLLER=teamspace-quotas
+
+# hand_over_quotas KUBECTL...: hands every quota made while the
+# CompositeController had the quotas as children (before the
+# DecoratorController teamspace-quotas, issue #54) over to the
+# DecoratorController: team-quota and team-objects of a team namespace
+# whose controller is a TeamSpace get the namespace as controller and the
+# DecoratorController's mark (annotation metacontroller.k8s.io/
+# decorator-controller), nothing else; their limits stay, and no quota is
+# ever missing. The DecoratorController never adopts a quota without both:
+# it would leave it alone. Idempotent; a quota already handed over, or not
+# a TeamSpace's, is left as it is. It prints how many it handed over.
+hand_over_quotas() {
+	local list ns name kind uid n=0
+	list=$("$@" get resourcequota --all-namespaces -l platform.labhub.io/teamspace \
+		-o jsonpath='{range .items[*]}{.metadata.namespace}{" "}{.metadata.name}{" "}{.metadata.ownerReferences[?(@.controller==true)].kind}{"\n"}{end}') ||
+		die "cannot list the team namespaces' quotas"
+	while read -r ns name kind; do
+		[[ $kind == TeamSpace && ($name == team-quota || $name == team-objects) ]] || continue
+		uid=$("$@" get namespace "$ns" -o jsonpath='{.metadata.uid}') || die "cannot read namespace $ns"
+		"$@" patch resourcequota "$name" -n "$ns" --type=json -p "[
+			{\"op\":\"replace\",\"path\":\"/metadata/ownerReferences\",\"value\":[{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"name\":\"$ns\",\"uid\":\"$uid\",\"controller\":true,\"blockOwnerDeletion\":true}]},
+			{\"op\":\"add\",\"path\":\"/metadata/annotations/metacontroller.k8s.io~1decorator-controller\",\"value\":\"$TS_QUOTAS_CONTROLLER\"}]" >/dev/null ||
+			die "cannot hand quota $ns/$name over to DecoratorController $TS_QUOTAS_CONTROLLER"
+		n=$((n + 1))
+	done <<<"$list"
+	echo "$n"
+}

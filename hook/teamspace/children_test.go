@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -13,29 +14,56 @@ import (
 )
 
 // TestChildTypesAreDeclared: the registry, compositecontroller.yaml (what
-// the engine watches and sends) and the engine's own keys in a recorded
-// request agree, type by type and in order (the copied kinds last). A type added to one and not the
-// others fails here, not in a cluster.
+// the engine watches and sends: the CompositeController's children, the
+// quotas' DecoratorController's attachments) and the engine's own keys in
+// a recorded request agree, type by type and in order (the copied kinds
+// last). A type added to one and not the others fails here, not in a
+// cluster.
 func TestChildTypesAreDeclared(t *testing.T) {
 	raw, err := os.ReadFile(filepath.Join("..", "..", "compositecontroller.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var cc struct {
+	type resource struct {
+		APIVersion string `json:"apiVersion"`
+		Resource   string `json:"resource"`
+	}
+	var cc, dc struct {
+		Kind     string `json:"kind"`
+		Metadata struct {
+			Name string `json:"name"`
+		} `json:"metadata"`
 		Spec struct {
-			ChildResources []struct {
-				APIVersion string `json:"apiVersion"`
-				Resource   string `json:"resource"`
-			} `json:"childResources"`
+			ChildResources []resource `json:"childResources"`
+			Attachments    []resource `json:"attachments"`
+			Hooks          struct {
+				Sync struct {
+					Webhook struct {
+						URL string `json:"url"`
+					} `json:"webhook"`
+				} `json:"sync"`
+			} `json:"hooks"`
 		} `json:"spec"`
 	}
-	if err := yaml.Unmarshal(raw, &cc); err != nil {
-		t.Fatal(err)
+	docs := strings.Split(string(raw), "\n---\n")
+	if len(docs) != 2 {
+		t.Fatalf("compositecontroller.yaml holds %d documents, want the CompositeController and the DecoratorController", len(docs))
+	}
+	for i, into := range []any{&cc, &dc} {
+		if err := yaml.Unmarshal([]byte(docs[i]), into); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if dc.Kind != "DecoratorController" || dc.Metadata.Name != QuotasControllerName || !strings.HasSuffix(dc.Spec.Hooks.Sync.Webhook.URL, "/quotas") {
+		t.Errorf("the second document is %s %s calling %s, want DecoratorController %s calling /quotas", dc.Kind, dc.Metadata.Name, dc.Spec.Hooks.Sync.Webhook.URL, QuotasControllerName)
 	}
 	type decl struct{ APIVersion, Resource string }
-	var declared, registered []decl
+	var declared, registered, attached, viaNamespace []decl
 	for _, c := range cc.Spec.ChildResources {
-		declared = append(declared, decl{c.APIVersion, c.Resource})
+		declared = append(declared, decl(c))
+	}
+	for _, c := range dc.Spec.Attachments {
+		attached = append(attached, decl(c))
 	}
 	for _, key := range childTypeKeys() {
 		ct := childTypeByKey(key)
@@ -44,7 +72,14 @@ func TestChildTypesAreDeclared(t *testing.T) {
 			t.Fatalf("%s: %v", ct.kind, err)
 		}
 		plural, _ := meta.UnsafeGuessKindToResource(gv.WithKind(ct.kind))
+		if ct.viaNamespace {
+			viaNamespace = append(viaNamespace, decl{ct.apiVersion, plural.Resource})
+			continue
+		}
 		registered = append(registered, decl{ct.apiVersion, plural.Resource})
+	}
+	if diff := cmp.Diff(attached, viaNamespace); diff != "" {
+		t.Errorf("the DecoratorController's attachments vs the registry's quotas (-yaml +registry):\n%s", diff)
 	}
 	// Then the kinds only the platform's copies have (copies.go).
 	for _, key := range copyKeys() {

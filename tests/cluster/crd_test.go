@@ -25,13 +25,14 @@ func TestCRDEstablished(t *testing.T) {
 
 // TestPrinterColumns reads the API server's Table for a TeamSpace (what
 // `kubectl get ts` prints, server-side printing): the short name works and
-// every printer column of crd.yaml shows its field: the quota's usage
-// (issue #28; memory with -o wide), not the spec's limits.
+// every printer column of crd.yaml shows its field: what the spec allows
+// (memory with -o wide), not a status.usage an older hook wrote (kept
+// current it cost a sync of the TeamSpace per pod event: issue #54).
 func TestPrinterColumns(t *testing.T) {
 	parallel(t)
 	installCRD(t)
 	name := "columns-" + suffix(t, 6)
-	mustKubectl(t, teamSpace(name, map[string]any{"pods": 4, "cpu": "0.5"}), "create", "-f", "-")
+	mustKubectl(t, teamSpace(name, map[string]any{"pods": 4, "cpu": "0.5", "memory": "1Gi"}), "create", "-f", "-")
 	deleteOnCleanup(t, "teamspace", name)
 	status := fmt.Sprintf(`{"status":{"namespace":"team-%s","usage":{"pods":"1/4","cpu":"100m/500m","memory":"64Mi/1Gi"},"conditions":[{"type":"Ready","status":"True","reason":"Ready","message":"m","lastTransitionTime":"2026-12-02T12:00:00Z"}]}}`, name)
 	mustKubectl(t, "", "patch", "teamspace", name, "--subresource=status", "--type=merge", "-p", status)
@@ -52,15 +53,15 @@ func TestPrinterColumns(t *testing.T) {
 	if len(row) != len(wantHeader) {
 		t.Fatalf("row %q has %d cells, want %d", lines[1], len(row), len(wantHeader))
 	}
-	wantRow := []string{name, "1/4", "100m/500m", "team-" + name, "True"} // status.usage
+	wantRow := []string{name, "4", "0.5", "team-" + name, "True"} // the spec, as written
 	if diff := cmp.Diff(wantRow, row[:5]); diff != "" {
 		t.Errorf("cells (-want +got):\n%s", diff)
 	}
 	if age := row[5]; !strings.HasSuffix(age, "s") && !strings.HasSuffix(age, "m") {
 		t.Errorf("AGE = %q, want a duration such as 3s", age)
 	}
-	if row[6] != "64Mi/1Gi" {
-		t.Errorf("MEMORY = %q, want 64Mi/1Gi", row[6])
+	if row[6] != "1Gi" {
+		t.Errorf("MEMORY = %q, want 1Gi", row[6])
 	}
 	if row[7] != "ann" {
 		t.Errorf("REQUESTED-BY = %q, want ann", row[7])

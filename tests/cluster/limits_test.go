@@ -535,6 +535,7 @@ func engineStandIn(t *testing.T, name string) {
 				t.Fatalf("applying %s as the engine: %v", b, err)
 			}
 		}
+		quotasStandIn(t, name)
 	}
 	namespaces := strings.Fields(mustKubectl(t, "", "get", "namespace", "-l", teamspace.TeamSpaceLabel+"="+name, "-o", "jsonpath={.items[*].metadata.name}"))
 	for _, n := range append([]string{ns}, namespaces...) {
@@ -543,6 +544,50 @@ func engineStandIn(t *testing.T, name string) {
 			return err == nil
 		}) {
 			t.Fatalf("no ServiceAccount default in %s after 60s", n)
+		}
+	}
+}
+
+// quotasStandIn is the quotas' DecoratorController of engineStandIn: for
+// each namespace of TeamSpace name that asks for quotas, the quotas
+// teamspace.Quotas answers, applied as the engine, and its report written
+// on the namespace.
+func quotasStandIn(t *testing.T, name string) {
+	t.Helper()
+	var list struct {
+		Items []json.RawMessage `json:"items"`
+	}
+	out, err := kubectl(t, "", "get", "namespace", "-l", teamspace.TeamSpaceLabel+"="+name, "-o", "json")
+	if err != nil || json.Unmarshal([]byte(out), &list) != nil {
+		return
+	}
+	for _, item := range list.Items {
+		var ns teamspace.Object
+		if json.Unmarshal(item, &ns) != nil || ns.Metadata.Annotations[teamspace.QuotasAnnotation] == "" {
+			continue
+		}
+		attachments := teamspace.ObjectMap{}
+		for _, q := range []string{teamspace.QuotaName, teamspace.ObjectsQuotaName} {
+			if out, err := kubectl(t, "", "get", "resourcequota", q, "-n", ns.Metadata.Name, "-o", "json"); err == nil {
+				var o teamspace.Object
+				if json.Unmarshal([]byte(out), &o) == nil {
+					attachments[ns.Metadata.Name+"/"+q] = &o
+				}
+			}
+		}
+		resp, err := teamspace.Quotas(&teamspace.QuotasRequest{Object: &ns, Attachments: map[string]teamspace.ObjectMap{"ResourceQuota.v1": attachments}})
+		if err != nil {
+			t.Fatalf("the hook refuses namespace %s: %v", ns.Metadata.Name, err)
+		}
+		for _, a := range resp.Attachments {
+			b, _ := json.Marshal(a)
+			if _, err := kubectl(t, string(b), "--as="+engineIdentity, "apply", "--server-side", "--field-manager=engine-stand-in", "-f", "-"); err != nil {
+				t.Fatalf("applying %s as the engine: %v", b, err)
+			}
+		}
+		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": resp.Annotations}})
+		if _, err := kubectl(t, "", "--as="+engineIdentity, "patch", "namespace", ns.Metadata.Name, "--type=merge", "-p", string(patch)); err != nil {
+			t.Fatalf("writing the quotas' report on %s as the engine: %v", ns.Metadata.Name, err)
 		}
 	}
 }

@@ -307,6 +307,26 @@ func TestKustomizeCompositeControllerOnlyURLs(t *testing.T) {
 	if !slices.Equal(hooks, []string{"customize", "finalize", "sync"}) {
 		t.Errorf("hooks %v: the patch replaces customize, sync and finalize; update compositecontroller-urls.yaml", hooks)
 	}
+
+	// The DecoratorController of the quotas: its sync URL at the
+	// Service's /quotas, nothing else changed.
+	wantDC := find(readManifest(t, "compositecontroller.yaml"), "DecoratorController", "teamspace-quotas")
+	gotDC := find(kustomize(t, "."), "DecoratorController", "teamspace-quotas")
+	if wantDC == nil || gotDC == nil {
+		t.Fatal("DecoratorController teamspace-quotas missing")
+	}
+	if u := str(gotDC, "spec", "hooks", "sync", "webhook", "url"); u != "http://teamspace-hook.teamspace-system.svc/quotas" {
+		t.Errorf("DecoratorController's sync url %q, want the Service's /quotas", u)
+	}
+	for _, o := range []map[string]any{wantDC, gotDC} {
+		delete(field(o, "spec", "hooks", "sync", "webhook").(map[string]any), "url")
+	}
+	if !reflect.DeepEqual(wantDC, gotDC) {
+		t.Errorf("rendered DecoratorController differs from compositecontroller.yaml beyond the URL:\nwant %s\ngot  %s", jsonText(wantDC), jsonText(gotDC))
+	}
+	if hooks := slices.Sorted(maps.Keys(field(wantDC, "spec", "hooks").(map[string]any))); !slices.Equal(hooks, []string{"sync"}) {
+		t.Errorf("DecoratorController hooks %v: the patch replaces sync's; update decoratorcontroller-urls.yaml", hooks)
+	}
 }
 
 // TestKustomizePlatform: the in-cluster install and its TLS variant apply

@@ -92,7 +92,8 @@ func TestPlatformManifestsRelease(t *testing.T) {
 
 // TestInstallPathsAgree: the three ways TeamSpace reaches a cluster apply
 // the same platform. The in-cluster install (kubectl apply -k of the
-// repository) renders crd.yaml, the CompositeController, the hook's own
+// repository) renders crd.yaml, the CompositeController and the quotas'
+// DecoratorController, the hook's own
 // objects (kustomize/base) and exactly what platform_manifests gives
 // install.sh and hack/up.sh; and those scripts, with uninstall.sh, name no
 // file of the platform on their own (each is listed once, in
@@ -103,7 +104,8 @@ func TestInstallPathsAgree(t *testing.T) {
 	inCluster := kustomize(t, ".")
 	platform := decodeManifests(t, []byte(platformAs(t, discovery136).stdout))
 	hookOnly := kustomize(t, "hack/deploy/kustomize/base")
-	want := append(append(readManifest(t, "crd.yaml"), platform...), find(inCluster, "CompositeController", "teamspace"))
+	want := append(append(readManifest(t, "crd.yaml"), platform...),
+		find(inCluster, "CompositeController", "teamspace"), find(inCluster, "DecoratorController", "teamspace-quotas"))
 	want = append(want, hookOnly...)
 	key := func(o map[string]any) string { return str(o, "kind") + " " + str(o, "metadata", "name") }
 	if len(inCluster) != len(want) {
@@ -118,7 +120,7 @@ func TestInstallPathsAgree(t *testing.T) {
 	}
 	for _, w := range want {
 		g := find(inCluster, str(w, "kind"), str(w, "metadata", "name"))
-		if g == nil || jsonText(g) != jsonText(w) && str(w, "kind") != "CompositeController" {
+		if g == nil || jsonText(g) != jsonText(w) && str(w, "kind") != "CompositeController" && str(w, "kind") != "DecoratorController" {
 			t.Errorf("the in-cluster install renders %s as %s, the platform as %s", key(w), jsonText(g), jsonText(w))
 		}
 	}

@@ -19,7 +19,7 @@ func TestScriptsAnswerHelp(t *testing.T) {
 	scripts := []string{
 		"hack/test.sh", "hack/up.sh", "hack/down.sh", "hack/cluster.sh", "hack/node.sh",
 		"hack/walkthrough.sh", "hack/bench.sh", "hack/mutation.sh",
-		"hack/deploy/install.sh", "hack/deploy/uninstall.sh", "hack/deploy/status.sh",
+		"hack/deploy/install.sh", "hack/deploy/uninstall.sh", "hack/deploy/status.sh", "hack/deploy/hand-over-quotas.sh",
 	}
 	for _, s := range scripts {
 		t.Run(s, func(t *testing.T) {

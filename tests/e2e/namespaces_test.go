@@ -105,8 +105,8 @@ func stepTeamNamespaces(t *testing.T, w *walk) {
 		}
 	}
 	columns := w.columns(t, name)
-	if columns["Pods"] != "0/4" || columns["CPU"] != "0/1" || columns["Memory"] != "0/1Gi" {
-		t.Errorf("kubectl get %s shows %v, want the team's totals 0/4, 0/1, 0/1Gi", name, columns)
+	if columns["Pods"] != "4" || columns["CPU"] != "1" || columns["Memory"] != "1Gi" {
+		t.Errorf("kubectl get %s shows %v, want the team's totals 4, 1, 1Gi", name, columns)
 	}
 
 	// Each namespace is held to its share by its own quota.
@@ -121,7 +121,7 @@ func stepTeamNamespaces(t *testing.T, w *walk) {
 	if overErr == nil || !strings.Contains(overErr.Error(), "exceeded quota") {
 		t.Errorf("a second pod in team-eta--dev (share: 1 pod): %v, want refused by its quota", overErr)
 	}
-	w.poll(t, name+"'s PODS column 1/4", func() bool { return w.columns(t, name)["Pods"] == "1/4" })
+	w.poll(t, "team-eta--dev's quota counting 1 pod", func() bool { return w.quotaUsed("team-eta--dev") == "1" })
 	if err := w.kube.CoreV1().Pods("team-eta--dev").Delete(w.ctx, "first", metav1.DeleteOptions{GracePeriodSeconds: ptrTo(int64(0))}); err != nil {
 		t.Error(err)
 	}

@@ -424,6 +424,15 @@ func hardPods(rl corev1.ResourceList) string {
 	return q.String()
 }
 
+// quotaUsed is the pods team-quota of ns counts, as the quota controller
+// reports them ("" without a quota or a count).
+func (w *walk) quotaUsed(ns string) string {
+	if q, ok := w.quota(ns); ok {
+		return hardPods(q.Status.Used)
+	}
+	return ""
+}
+
 func (w *walk) quotaPods(ns string) string {
 	if q, ok := w.quota(ns); ok {
 		return hardPods(q.Spec.Hard)

@@ -33,7 +33,7 @@ type MineRow struct {
 	// Namespaces are the team's namespaces (status.namespace, then
 	// status.namespaces' others).
 	Namespaces []string `json:"namespaces,omitempty"`
-	// Pods is status.usage.pods (used/hard).
+	// Pods is spec.pods, what it allows (what is used: show).
 	Pods string `json:"pods,omitempty"`
 	// Unreadable says why the TeamSpace could not be read.
 	Unreadable string `json:"unreadable,omitempty"`
@@ -128,7 +128,9 @@ func row(ts *unstructured.Unstructured, roles []string) MineRow {
 			r.Namespaces = append(r.Namespaces, name)
 		}
 	}
-	r.Pods, _, _ = unstructured.NestedString(ts.Object, "status", "usage", "pods")
+	if pods, ok, _ := unstructured.NestedFieldNoCopy(ts.Object, "spec", "pods"); ok {
+		r.Pods = fmt.Sprint(pods)
+	}
 	return r
 }
 

@@ -52,8 +52,8 @@ func TestTeamSpaceRights(t *testing.T) {
 // TestPrintMine: what `mine` prints, in each output form.
 func TestPrintMine(t *testing.T) {
 	m := &Mine{User: "ann", TeamSpaces: []MineRow{
-		{Name: "alpha", Roles: []string{"owner", "requester"}, Ready: "True Ready", Namespaces: []string{"team-alpha", "team-alpha--dev"}, Pods: "3/10"},
-		{Name: "beta", Roles: []string{"owner"}, Ready: "False QuotaPending", Namespaces: []string{"team-beta"}, Pods: "-/4"},
+		{Name: "alpha", Roles: []string{"owner", "requester"}, Ready: "True Ready", Namespaces: []string{"team-alpha", "team-alpha--dev"}, Pods: "10"},
+		{Name: "beta", Roles: []string{"owner"}, Ready: "False QuotaPending", Namespaces: []string{"team-beta"}, Pods: "4"},
 		{Name: "gamma", Roles: []string{"owner"}, Unreadable: `teamspaces.platform.labhub.io "gamma" is forbidden`},
 	}, Note: "without the right to list TeamSpaces, only those whose owners name me (or a group of mine) are found, not those I requested"}
 	for _, output := range []string{"table", "json", "yaml"} {
@@ -146,6 +146,8 @@ func TestPrintShow(t *testing.T) {
 		Namespaces: []NamespaceUse{
 			{Name: "team-alpha", State: "Active", Source: "live", Resources: []Resource{{"pods", "3", "4"}, {"requests.cpu", "250m", "1"}, {"requests.memory", "512Mi", "1Gi"}}},
 			{Name: "team-alpha--old", State: "Kept", Source: "status", Resources: []Resource{{"pods", "-", "2"}}},
+			// Not readable, and a current status keeps no figures.
+			{Name: "team-alpha--dev", State: "Active", Source: "status"},
 		}}
 	for _, output := range []string{"table", "json", "yaml"} {
 		var b bytes.Buffer

@@ -27,7 +27,8 @@ type Show struct {
 	Meaning string `json:"meaning"`
 	Message string `json:"message,omitempty"`
 	// Namespaces: each with its quota's use, live where the caller may
-	// read the quota, else as the TeamSpace's status last reported it.
+	// read the quota, else as the TeamSpace's status last reported it
+	// (an older hook's status: the current one keeps no figures there).
 	Namespaces []NamespaceUse `json:"namespaces"`
 }
 
@@ -229,7 +230,12 @@ func printShow(s *Show, output string, out io.Writer) error {
 			state = " (" + n.State + ")"
 		}
 		from := ""
-		if n.Source == "status" {
+		switch {
+		case n.Source == "status" && len(n.Resources) == 0:
+			// The status holds no figures (a hook of issue #54 on: kept
+			// there, they cost a sync per pod event).
+			from = ": its quota is not yours to read (an owner sees it here)"
+		case n.Source == "status":
 			from = ", as last reported (its quota is not yours to read)"
 		}
 		fmt.Fprintf(out, "Namespace %s%s%s\n", n.Name, state, from)

@@ -42,12 +42,12 @@ const (
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Cluster,shortName=ts
 // +kubebuilder:subresource:status
-// +kubebuilder:printcolumn:name="Pods",type=string,JSONPath=".status.usage.pods",description="Pods used/allowed, as the quota reports them"
-// +kubebuilder:printcolumn:name="CPU",type=string,JSONPath=".status.usage.cpu",description="CPU requests used/allowed, as the quota reports them"
+// +kubebuilder:printcolumn:name="Pods",type=integer,JSONPath=".spec.pods",description="Pods allowed (spec.pods); what is used, live: kubectl teamspace show NAME"
+// +kubebuilder:printcolumn:name="CPU",type=string,JSONPath=".spec.cpu",description="CPU requests allowed (spec.cpu); what is used, live: kubectl teamspace show NAME"
 // +kubebuilder:printcolumn:name="Namespace",type=string,JSONPath=".status.namespace"
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=".status.conditions[?(@.type==\"Ready\")].status"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=".metadata.creationTimestamp"
-// +kubebuilder:printcolumn:name="Memory",type=string,JSONPath=".status.usage.memory",priority=1,description="Memory requests used/allowed, when spec.memory is set"
+// +kubebuilder:printcolumn:name="Memory",type=string,JSONPath=".spec.memory",priority=1,description="Memory requests allowed (spec.memory), when set"
 // +kubebuilder:printcolumn:name="Requested-By",type=string,JSONPath=".metadata.annotations.platform\\.labhub\\.io/requested-by",priority=1,description="Who created it, stamped by the API server (hack/deploy/requested-by.yaml)"
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 58 && self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be a DNS-1123 label (lower-case letters, digits and '-') of at most 58 characters: it becomes namespace team-<name>",reason=FieldValueInvalid
 // +kubebuilder:validation:XValidation:rule="oldSelf.hasValue() || !self.metadata.name.contains('--')",optionalOldSelf=true,message="metadata.name must not contain \"--\": it separates a TeamSpace's name from its extra namespaces' (team-<name>--<entry>)",reason=FieldValueInvalid
@@ -421,7 +421,11 @@ type TeamSpaceStatus struct {
 	Namespace string `json:"namespace,omitempty"`
 
 	// How much of the quota is used, "used/hard" per resource as the quota
-	// reports them (1/4, 100m/2), "-" until it does.
+	// reports them (1/4, 100m/2), "-" until it does. Written only while
+	// the engine's CompositeController still has the quotas as children
+	// (one applied before the DecoratorController teamspace-quotas took
+	// them): kept current, each pod created or deleted cost a sync of the
+	// TeamSpace. Read the figures live: kubectl teamspace show NAME.
 	//
 	// +optional
 	Usage *Usage `json:"usage,omitempty"`
@@ -473,7 +477,8 @@ type NamespaceStatus struct {
 	// confirmed: it keeps everything, and its share); Removing (archived
 	// and being deleted).
 	State string `json:"state"`
-	// Its use of its share, used/hard as its quota reports them.
+	// Its use of its share, used/hard as its quota reports them; written
+	// only as usage above is.
 	//
 	// +optional
 	Usage *Usage `json:"usage,omitempty"`

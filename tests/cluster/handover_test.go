@@ -1,0 +1,96 @@
+package cluster_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/labhub/teamspace/hook/teamspace"
+	"github.com/labhub/teamspace/tests/testenv"
+)
+
+// TestHandOverQuotas runs hack/deploy/hand-over-quotas.sh on quotas as the
+// CompositeController made them before the DecoratorController (issue
+// #54): a TeamSpace as controller, no mark. team-quota and team-objects of
+// a team namespace get the namespace as controller and the
+// DecoratorController's mark, their limits and labels unchanged; a quota
+// of another name, one handed over already and one whose controller is
+// not a TeamSpace are left as they are; a second run hands nothing over.
+func TestHandOverQuotas(t *testing.T) {
+	parallel(t)
+	installCRD(t)
+	name := "handover-" + suffix(t, 6)
+	ns := teamspace.NamespaceName(name)
+	mustKubectl(t, teamSpace(name, map[string]any{"pods": 2}), "create", "-f", "-")
+	deleteOnCleanup(t, "teamspace", name)
+	tsUID := mustKubectl(t, "", "get", "teamspace", name, "-o", "jsonpath={.metadata.uid}")
+	mustKubectl(t, `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"`+ns+`","labels":{"`+teamspace.TeamSpaceLabel+`":"`+name+`"}}}`, "create", "-f", "-")
+	deleteOnCleanup(t, "namespace", ns)
+	nsUID := mustKubectl(t, "", "get", "namespace", ns, "-o", "jsonpath={.metadata.uid}")
+
+	byTeamSpace := `[{"apiVersion":"platform.labhub.io/v1alpha1","kind":"TeamSpace","name":"` + name + `","uid":"` + tsUID + `","controller":true,"blockOwnerDeletion":true}]`
+	quota := func(qname, owners, hard string) {
+		mustKubectl(t, `{"apiVersion":"v1","kind":"ResourceQuota","metadata":{"name":"`+qname+`","namespace":"`+ns+`",`+
+			`"labels":{"`+teamspace.TeamSpaceLabel+`":"`+name+`"},"annotations":{"`+teamspace.LastAppliedAnnotation+`":"{}"},"ownerReferences":`+owners+`},`+
+			`"spec":{"hard":`+hard+`}}`, "create", "-f", "-")
+	}
+	quota("team-quota", byTeamSpace, `{"pods":"2","requests.cpu":"1"}`)
+	quota("team-objects", byTeamSpace, `{"secrets":"10"}`)
+	quota("other", byTeamSpace, `{"pods":"9"}`)
+
+	run := func() string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		r := testenv.Run(ctx, "", nil, nil, "bash", deployFile(t, "hand-over-quotas.sh"))
+		if r.Err != nil {
+			t.Fatalf("hand-over-quotas.sh: %s", r)
+		}
+		return r.Stderr
+	}
+	if out := run(); !strings.Contains(out, "handed 2 quota(s) over to DecoratorController teamspace-quotas") {
+		t.Errorf("first run said %q, want 2 handed over", out)
+	}
+	type meta struct {
+		Metadata struct {
+			Labels          map[string]string `json:"labels"`
+			Annotations     map[string]string `json:"annotations"`
+			OwnerReferences []struct {
+				Kind, Name, UID string
+				Controller      bool
+			} `json:"ownerReferences"`
+		} `json:"metadata"`
+		Spec struct {
+			Hard map[string]string `json:"hard"`
+		} `json:"spec"`
+	}
+	get := func(qname string) meta {
+		t.Helper()
+		var m meta
+		if err := json.Unmarshal([]byte(mustKubectl(t, "", "get", "resourcequota", qname, "-n", ns, "-o", "json")), &m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	for qname, hard := range map[string]string{"team-quota": "2", "team-objects": ""} {
+		m := get(qname)
+		refs := m.Metadata.OwnerReferences
+		if len(refs) != 1 || refs[0].Kind != "Namespace" || refs[0].Name != ns || refs[0].UID != nsUID || !refs[0].Controller {
+			t.Errorf("%s: owners %+v, want namespace %s (uid %s) as controller", qname, refs, ns, nsUID)
+		}
+		if m.Metadata.Annotations["metacontroller.k8s.io/decorator-controller"] != teamspace.QuotasControllerName {
+			t.Errorf("%s: annotations %v, want the DecoratorController's mark", qname, m.Metadata.Annotations)
+		}
+		if m.Metadata.Labels[teamspace.TeamSpaceLabel] != name || m.Metadata.Annotations[teamspace.LastAppliedAnnotation] != "{}" || m.Spec.Hard["pods"] != hard {
+			t.Errorf("%s changed beyond its controller: labels %v, annotations %v, hard %v", qname, m.Metadata.Labels, m.Metadata.Annotations, m.Spec.Hard)
+		}
+	}
+	if refs := get("other").Metadata.OwnerReferences; len(refs) != 1 || refs[0].Kind != "TeamSpace" {
+		t.Errorf("quota other: owners %+v, want left to its TeamSpace (not a name the DecoratorController makes)", refs)
+	}
+	if out := run(); !strings.Contains(out, "handed 0 quota(s)") {
+		t.Errorf("second run said %q, want nothing handed over", out)
+	}
+}
