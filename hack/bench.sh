@@ -63,6 +63,8 @@
 #   BENCH_KEEP_SETUP=1   leave the setup running at the end
 #   FLEET_CONFIGS        ";"-separated "label=engine flags [cc:ignoreStatusChanges=B]
 #                        [cc:resyncPeriodSeconds=N] [cc:customize=off]
+#                        [cc:quotas=children: the quotas as the CompositeController's
+#                        children, no DecoratorController, as before issue #54]
 #                        [fleet:-per-requester=N]" (fleet: a flag of hack/bench/fleet; cc: the
 #                        CompositeController, patched after start; a period
 #                        works only below the engine's --cache-flush-interval,
@@ -446,8 +448,10 @@ fleet() {
 		engine_flags="--pprof-address=127.0.0.1:$pprof_port"
 		patches=()
 		fleet_flags=()
+		local quotas_as_children=
 		for word in $flags; do
 			case $word in
+			cc:quotas=children) quotas_as_children=1 ;;
 			cc:*) patches+=("$(cc_patch "${word#cc:}")") ;;
 			fleet:*) fleet_flags+=("${word#fleet:}") ;;
 			*) engine_flags+=" $word" ;;
@@ -467,8 +471,16 @@ fleet() {
 				for p in "${patches[@]}"; do
 					kubectl patch compositecontroller teamspace --type merge -p "$p" >&2
 				done
+				if [[ -n $quotas_as_children ]]; then
+					# where it was before the DecoratorController
+					kubectl delete decoratorcontroller teamspace-quotas >&2
+					kubectl patch compositecontroller teamspace --type json \
+						-p '[{"op":"add","path":"/spec/childResources/1","value":{"apiVersion":"v1","resource":"resourcequotas","updateStrategy":{"method":"InPlace"}}}]' >&2
+				fi
 				# the engine restarts its controller for a changed CompositeController
-				((${#patches[@]} == 0)) || sleep 5
+				if ((${#patches[@]} > 0)) || [[ -n $quotas_as_children ]]; then
+					sleep 5
+				fi
 				local profile_dir=
 				((count < ${FLEET_PROFILE_MIN:-1000})) || profile_dir=$out/fleet-$run-$count
 				"$bin/fleet" -count "$count" -label "$run" -state "$TEAMSPACE_STATE" \

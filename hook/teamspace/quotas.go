@@ -34,8 +34,8 @@ const (
 	// the canonical form the API server stores. Written by Sync.
 	QuotasAnnotation = Group + "/quotas"
 	// QuotasObservedAnnotation is what the quotas in the namespace hold,
-	// in the same form: the spec.hard of each that exists. Written by
-	// Quotas.
+	// in the same form: the spec.hard of each that exists; absent while
+	// none does. Written by Quotas.
 	QuotasObservedAnnotation = Group + "/quotas-observed"
 	// OverShareAnnotation says where team-quota reports more used than
 	// its limit (a share lowered below what runs), absent otherwise: it
@@ -129,9 +129,14 @@ func Quotas(r *QuotasRequest) (*QuotasResponse, error) {
 			overShareMsg = overShare(o)
 		}
 	}
-	report := encodeQuotas(observed)
-	resp.Annotations[QuotasObservedAnnotation] = &report
-	resp.Annotations[OverShareAnnotation] = nil // deletes it
+	// Nothing there is no report at all: a new namespace costs no write
+	// (and no sync of its TeamSpace) before its quotas exist.
+	resp.Annotations[QuotasObservedAnnotation] = nil // deletes it
+	if len(observed) > 0 {
+		report := encodeQuotas(observed)
+		resp.Annotations[QuotasObservedAnnotation] = &report
+	}
+	resp.Annotations[OverShareAnnotation] = nil
 	if overShareMsg != "" {
 		resp.Annotations[OverShareAnnotation] = &overShareMsg
 	}
