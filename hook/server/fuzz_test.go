@@ -21,10 +21,10 @@ import (
 // would accept: DNS-label names, the quota's namespace set, quantities that
 // parse. Run longer with: go test ./hook/server -run '^$' -fuzz FuzzHooks
 func FuzzHooks(f *testing.F) {
-	paths := []string{"/sync", "/finalize", "/customize"}
+	paths := []string{"/sync", "/finalize", "/customize", "/quotas"}
 	seeded := 0
 	// Each case seeds the hook it was written for (which picks the path).
-	for i, hook := range []string{"sync", "finalize", "customize"} {
+	for i, hook := range []string{"sync", "finalize", "customize", "quotas"} {
 		for _, dir := range golden.Cases(f, testdata, hook) {
 			f.Add(uint8(i), golden.Request(f, testdata, dir))
 			seeded++
@@ -51,7 +51,17 @@ func FuzzHooks(f *testing.F) {
 		default:
 			t.Fatalf("%s answered %d: %s", path, rec.Code, rec.Body.Bytes())
 		}
-		if path == "/customize" {
+		switch path {
+		case "/customize":
+			return
+		case "/quotas":
+			// The DecoratorController's answer: its attachments are
+			// children as the engine applies them.
+			var resp map[string]json.RawMessage
+			if err := json.Unmarshal(rec.Body.Bytes(), &resp); err != nil {
+				t.Fatal(err)
+			}
+			checkChildren(t, []byte(`{"children":`+string(resp["attachments"])+`}`))
 			return
 		}
 		checkChildren(t, rec.Body.Bytes())

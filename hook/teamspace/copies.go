@@ -243,8 +243,8 @@ func (r *Request) copiesSeen(u *unit) map[corev1.ResourceName]int64 {
 		if k.counted == "" {
 			continue
 		}
-		for key, o := range r.Children[k.key] {
-			if strings.HasPrefix(key, prefix) && !ownName(k, o.Metadata.Name, u) {
+		for key := range r.Children[k.key] {
+			if name, inUnit := strings.CutPrefix(key, prefix); inUnit && !ownName(k, name, u) {
 				if out == nil {
 					out = map[corev1.ResourceName]int64{}
 				}
@@ -348,14 +348,16 @@ func (r *Request) keepCopies(resp *Response, u *unit) {
 		objs := r.Children[k.key]
 		for _, key := range sortedKeys(objs) {
 			o := objs[key]
-			if !strings.HasPrefix(key, prefix) || ownName(k, o.Metadata.Name, u) {
+			// The name as the engine keys it: what it applies is keyed so.
+			name, inUnit := strings.CutPrefix(key, prefix)
+			if !inUnit || ownName(k, name, u) {
 				continue
 			}
 			source := o
 			if last := lastAppliedObject(o); last != nil {
 				source = last
 			}
-			t := &template{kind: k, obj: &Object{Metadata: Meta{Name: o.Metadata.Name, Labels: source.Metadata.Labels}}}
+			t := &template{kind: k, obj: &Object{Metadata: Meta{Name: name, Labels: source.Metadata.Labels}}}
 			c := copyOf(t, u)
 			for f, v := range k.content(source) {
 				c[f] = v
