@@ -50,13 +50,12 @@ func (r *Request) namespaceStatuses(all, unasked []*unit, conflicts map[*unit]st
 		default:
 			s.State = NamespaceActive
 		}
-		switch quota := r.observed(quotaType, u); {
-		case r.quotasViaNamespace():
+		if r.quotasViaNamespace() {
 			// As the DecoratorController reports it (quotas.go).
 			if ns != nil {
 				s.Message = ns.Metadata.Annotations[OverShareAnnotation]
 			}
-		case quota != nil:
+		} else if quota := r.observed(quotaType, u); quota != nil {
 			s.Usage = quotaUsage(quota)
 			s.Message = overShare(quota)
 		}

@@ -153,16 +153,17 @@ func (r *Request) answerUnit(resp *Response, u *unit, types []*childType, wanted
 	state := r.namespaceState(u)
 	insideAllowed := state != namespaceMissing && state != namespaceTerminating
 	viaNamespace := r.quotasViaNamespace()
-	desired := make([]object, len(types))
+	observed, desired := make([]*Object, len(types)), make([]object, len(types))
 	quotas := map[string]corev1.ResourceList{}
 	for i, t := range types {
-		desired[i] = t.desired(u, r.observed(t, u))
+		observed[i] = r.observed(t, u)
+		desired[i] = t.desired(u, observed[i])
 		if q, ok := desired[i].(*corev1.ResourceQuota); ok && t.viaNamespace && viaNamespace {
 			quotas[t.name(u)] = q.Spec.Hard
 		}
 	}
 	for i, t := range types {
-		obj := desired[i]
+		obj, o := desired[i], observed[i]
 		if obj == nil {
 			continue
 		}
@@ -171,7 +172,6 @@ func (r *Request) answerUnit(resp *Response, u *unit, types []*childType, wanted
 			// the DecoratorController makes them as soon as it exists.
 			obj.SetAnnotations(withQuotas(obj.GetAnnotations(), quotas))
 		}
-		o := r.observed(t, u)
 		answer, strangers := t.strangersOf(t.answer(obj), obj, o)
 		wanted = append(wanted, wantedChild{t, u, obj, o, strangers})
 		if t.viaNamespace && viaNamespace {

@@ -529,12 +529,7 @@ func engineStandIn(t *testing.T, name string) {
 		if err := r.Validate(); err != nil {
 			t.Fatalf("the hook refuses the request: %v", err)
 		}
-		for _, c := range teamspace.Sync(&r).Children {
-			b, _ := json.Marshal(c)
-			if _, err := kubectl(t, string(b), "--as="+engineIdentity, "apply", "--server-side", "--field-manager=engine-stand-in", "-f", "-"); err != nil {
-				t.Fatalf("applying %s as the engine: %v", b, err)
-			}
-		}
+		applyAsEngine(t, teamspace.Sync(&r).Children)
 		quotasStandIn(t, name)
 	}
 	namespaces := strings.Fields(mustKubectl(t, "", "get", "namespace", "-l", teamspace.TeamSpaceLabel+"="+name, "-o", "jsonpath={.items[*].metadata.name}"))
@@ -544,6 +539,18 @@ func engineStandIn(t *testing.T, name string) {
 			return err == nil
 		}) {
 			t.Fatalf("no ServiceAccount default in %s after 60s", n)
+		}
+	}
+}
+
+// applyAsEngine applies what the hook answered as the engine would: each
+// object, as the engine's identity.
+func applyAsEngine(t *testing.T, objs []map[string]any) {
+	t.Helper()
+	for _, o := range objs {
+		b, _ := json.Marshal(o)
+		if _, err := kubectl(t, string(b), "--as="+engineIdentity, "apply", "--server-side", "--field-manager=engine-stand-in", "-f", "-"); err != nil {
+			t.Fatalf("applying %s as the engine: %v", b, err)
 		}
 	}
 }
@@ -579,12 +586,7 @@ func quotasStandIn(t *testing.T, name string) {
 		if err != nil {
 			t.Fatalf("the hook refuses namespace %s: %v", ns.Metadata.Name, err)
 		}
-		for _, a := range resp.Attachments {
-			b, _ := json.Marshal(a)
-			if _, err := kubectl(t, string(b), "--as="+engineIdentity, "apply", "--server-side", "--field-manager=engine-stand-in", "-f", "-"); err != nil {
-				t.Fatalf("applying %s as the engine: %v", b, err)
-			}
-		}
+		applyAsEngine(t, resp.Attachments)
 		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": resp.Annotations}})
 		if _, err := kubectl(t, "", "--as="+engineIdentity, "patch", "namespace", ns.Metadata.Name, "--type=merge", "-p", string(patch)); err != nil {
 			t.Fatalf("writing the quotas' report on %s as the engine: %v", ns.Metadata.Name, err)
