@@ -57,6 +57,16 @@ func TestChildrenStayThePlatforms(t *testing.T) {
 			t.Errorf("system:masters may not %s: %v", what, err)
 		}
 	}
+	// Nor through the namespace: its annotation platform.labhub.io/quotas
+	// is what the quotas' DecoratorController makes, and an owner may not
+	// change the namespace (the engine and the platform team may).
+	raise := []string{"annotate", "--overwrite", "namespace", ns, teamspace.QuotasAnnotation + `={"team-quota":{"pods":"1000"}}`, "--dry-run=server"}
+	if _, err := kubectl(t, "", append(as(owner), raise...)...); err == nil || !strings.Contains(err.Error(), "forbidden") {
+		t.Errorf("the owner writing %s on %s: %v, want forbidden", teamspace.QuotasAnnotation, ns, err)
+	}
+	if _, err := kubectl(t, "", append(as(engineIdentity), raise...)...); err != nil {
+		t.Errorf("the engine writing %s on %s: %v", teamspace.QuotasAnnotation, ns, err)
+	}
 	labelled := `{"apiVersion":"networking.k8s.io/v1","kind":"NetworkPolicy","metadata":{"name":"fake","labels":{"` + teamspace.TeamSpaceLabel + `":"` + name + `"}},"spec":{"podSelector":{}}}`
 	if err := dryRunCreate(t, as(owner), ns, labelled); err == nil || !strings.Contains(err.Error(), "only the engine and the platform team may create it") {
 		t.Errorf("the owner's NetworkPolicy with the TeamSpace label: %v, want refused", err)
