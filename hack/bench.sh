@@ -484,7 +484,7 @@ fleet() {
 				local profile_dir=
 				((count < ${FLEET_PROFILE_MIN:-1000})) || profile_dir=$out/fleet-$run-$count
 				"$bin/fleet" -count "$count" -label "$run" -state "$TEAMSPACE_STATE" \
-					-phases "${FLEET_PHASES:-empty,floor,create,steady,churn,restart}" -churn "${FLEET_CHURN:-0,10,50,100}" \
+					-phases "${FLEET_PHASES:-empty,floor,create,quiet,steady,churn,restart}" -churn "${FLEET_CHURN:-0,10,50,100}" \
 					-window "$window" -cost-window "${FLEET_COST_WINDOW:-20s}" -steady "${FLEET_STEADY:-$window}" \
 					-engine-metrics "http://127.0.0.1:$BENCH_ENGINE_METRICS_PORT/metrics" \
 					-hook-metrics "$TEAMSPACE_HOOK_URL/metrics" \
@@ -501,12 +501,27 @@ fleet() {
 	fleet_profiles
 }
 
-# fleet_profiles: the top of every CPU profile fleet wrote.
+# fleet_profiles: the slices of create and of the quiet phase after it
+# merged, per process and phase (<process>-<phase>-all.pprof), and the top
+# of every profile fleet wrote or merged.
 fleet_profiles() {
-	local f
+	local d f what phase slices
+	for d in "$out"/fleet-*/; do
+		[[ -d $d ]] || continue
+		for what in engine apiserver; do
+			for phase in create after; do
+				slices=("$d$what-$phase"-[0-9]*.pprof)
+				[[ -s ${slices[0]} ]] || continue
+				go tool pprof -proto "${slices[@]}" >"$d$what-$phase-all.pprof" 2>/dev/null || true
+			done
+		done
+	done
 	for f in "$out"/fleet-*/*.pprof; do
 		[[ -s $f ]] || continue
 		go tool pprof -top -nodecount 35 "$f" >"${f%.pprof}-top.txt" 2>/dev/null || true
+		case $f in
+		*-all.pprof) go tool pprof -top -cum -nodecount 60 "$f" >"${f%.pprof}-cum.txt" 2>/dev/null || true ;;
+		esac
 	done
 }
 

@@ -16,6 +16,10 @@
 //     Ready for its generation, as a multiple of both floors, and the
 //     statuses each went through (transitions: the engine's status writes
 //     and the Ready reasons in order; again after steady);
+//     quiet (right after create): the minute after the last Ready (CPU
+//     cores, engine requests, hook calls) and how long after it the engine
+//     first spends under -quiet-cores over 10 s (issue #55). With
+//     -profile-dir, create and quiet are profiled whole in 10 s slices;
 //  3. steady: once the quota controller's catch-up is over (no quota status
 //     write for 5 s), -steady with nothing happening: CPU cores by process
 //     and above the empty window, API writes, engine requests
@@ -59,12 +63,9 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"log"
 	"math/rand/v2"
-	"net/http"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -105,13 +106,14 @@ func main() {
 	window := flag.Duration("window", 60*time.Second, "drift window per churn rate")
 	steadyWindow := flag.Duration("steady", 60*time.Second, "steady-state window (nobody acting; resyncs come every 6-12 h, so none falls in it)")
 	quiet := flag.Duration("quiet", 15*time.Second, "wait after create before the steady window (the quota controller's status writes settle)")
+	quietCores := flag.Float64("quiet-cores", 0.02, "phase quiet: the engine's cores under which it is quiet")
 	costWindow := flag.Duration("cost-window", 20*time.Second, "per churn rate, a window without probes first: what the churn alone costs")
 	podLife := flag.Duration("pod-life", 2*time.Second, "how long a churn pod lives before it is deleted")
 	gap := flag.Duration("probe-gap", 200*time.Millisecond, "pause between two drift probes")
 	engineMetrics := flag.String("engine-metrics", "", "the engine's /metrics URL")
 	hookMetrics := flag.String("hook-metrics", "", "the hook's /metrics URL")
 	enginePprof := flag.String("engine-pprof", "", "the engine's pprof base URL (--pprof-address), for -profile-dir")
-	profileDir := flag.String("profile-dir", "", "write 30 s CPU profiles of the engine and the API server here (from the start of create, and of the churn rate -profile-churn)")
+	profileDir := flag.String("profile-dir", "", "write CPU profiles of the engine and the API server here: create whole and the quiet phase, in 10 s slices (engine-create-NNN.pprof, engine-after-NNN.pprof), and 30 s of the churn rate -profile-churn")
 	profileChurn := flag.Int("profile-churn", 50, "the churn rate profiled (with -profile-dir)")
 	state := flag.String("state", os.Getenv("TEAMSPACE_STATE"), "the setup's state directory: its processes' CPU and RSS are reported")
 	timeout := flag.Duration("timeout", 10*time.Minute, "give up on a phase after this long")
@@ -155,6 +157,10 @@ func main() {
 	defer f.cleanup(*cleanupWait)
 
 	for _, phase := range strings.Split(*phases, ",") {
+		if phase != "quiet" {
+			// the profile of create goes on into quiet only
+			f.stopSlices()
+		}
 		var err error
 		switch phase {
 		case "floor":
@@ -166,6 +172,8 @@ func main() {
 			err = f.empty(ctx, *steadyWindow)
 		case "create":
 			err = f.create(ctx)
+		case "quiet":
+			err = f.quietPhase(ctx, *quietCores)
 		case "steady":
 			time.Sleep(*quiet)
 			if err = f.settle(ctx); err == nil {
@@ -200,6 +208,7 @@ func main() {
 			os.Exit(1)
 		}
 	}
+	f.stopSlices()
 	f.result("memory count=%d %s", len(f.names), benchutil.FormatMemory(f.procs))
 }
 
@@ -235,6 +244,10 @@ type fleet struct {
 	firstRefusal atomic.Value
 	// emptyCores is the empty phase's CPU cores by process (nil without it).
 	emptyCores map[string]float64
+	// createReadyAt is when create saw its last TeamSpace Ready.
+	createReadyAt time.Time
+	// slices profiles create and what follows it (-profile-dir).
+	slices *slicer
 }
 
 func (f *fleet) result(format string, args ...any) {
@@ -585,7 +598,9 @@ func (f *fleet) create(ctx context.Context) error {
 	ts := f.c.Dynamic.Resource(benchutil.TeamSpaces)
 	f.madeTeams = true
 	if f.profileDir != "" {
-		go f.profile(ctx, "create", 30*time.Second)
+		// create is profiled whole, in slices (a profile's length is
+		// fixed when it starts), and on into the quiet phase
+		f.slices = f.startSlices(ctx)
 	}
 	requester := map[string]string{}
 	if f.perRequester > 0 {
@@ -638,6 +653,10 @@ func (f *fleet) create(ctx context.Context) error {
 	}
 	allReady := time.Since(w.start)
 	f.createReady = allReady
+	f.createReadyAt = time.Now()
+	if f.slices != nil {
+		f.slices.phase.Store("after")
+	}
 	line, _ := w.end(ctx)
 	f.resultTransitions("ready")
 	ratio, ratioAll := "n/a", "n/a"
@@ -768,6 +787,42 @@ func (f *fleet) steady(ctx context.Context, d time.Duration) error {
 	cores := benchutil.Cores(w.cpu, sums.cpu, sums.secs)
 	f.result("steady count=%d window_s=%.0f %s %s", len(f.names), d.Seconds(), benchutil.FormatCores(cores, f.emptyCores), line)
 	f.resultTransitions("steady")
+	return nil
+}
+
+// quietPhase follows create at once: the minute after the last Ready
+// (what the engine, the API server and the hook still spend, engine
+// requests, hook calls), and how long after the last Ready the engine
+// first spends under threshold cores over a 10 s window (bounded by the
+// timeout).
+func (f *fleet) quietPhase(ctx context.Context, threshold float64) error {
+	if f.createReadyAt.IsZero() {
+		return fmt.Errorf("quiet must follow create")
+	}
+	const step = 10 * time.Second
+	w := f.begin(ctx)
+	quietAfter := -1.0
+	var minute string
+	prev, prevAt := w.cpu, time.Now()
+	for time.Since(f.createReadyAt) < f.timeout {
+		time.Sleep(step)
+		now, at := f.sampleCPU(), time.Now()
+		if quietAfter < 0 && benchutil.Cores(prev, now, at.Sub(prevAt).Seconds())["engine"] < threshold {
+			quietAfter = prevAt.Sub(f.createReadyAt).Seconds()
+		}
+		prev, prevAt = now, at
+		if minute == "" && time.Since(w.start) >= time.Minute {
+			line, sums := w.end(ctx)
+			minute = benchutil.FormatCores(benchutil.Cores(w.cpu, sums.cpu, sums.secs), nil) + " " + line
+		}
+		if minute != "" && quietAfter >= 0 {
+			break
+		}
+	}
+	if minute == "" || quietAfter < 0 {
+		return fmt.Errorf("the engine not under %g cores %s after the last Ready", threshold, f.timeout)
+	}
+	f.result("quiet count=%d quiet_cores=%g quiet_after_s=%.0f first_minute %s", len(f.names), threshold, quietAfter, minute)
 	return nil
 }
 
@@ -1212,54 +1267,6 @@ func (f *fleet) deletePods(ctx context.Context) {
 	for _, ns := range f.namespaces {
 		_ = f.c.Kube.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: "teamspace-bench=churn"})
 	}
-}
-
-// profile writes CPU profiles of the engine and the API server over d.
-func (f *fleet) profile(ctx context.Context, name string, d time.Duration) {
-	if err := os.MkdirAll(f.profileDir, 0o755); err != nil {
-		log.Printf("profile: %v", err)
-		return
-	}
-	secs := strconv.Itoa(int(d.Seconds()))
-	var wg sync.WaitGroup
-	save := func(what string, open func() (io.ReadCloser, error)) {
-		defer wg.Done()
-		body, err := open()
-		if err != nil {
-			log.Printf("profile %s %s: %v", what, name, err)
-			return
-		}
-		defer body.Close()
-		path := filepath.Join(f.profileDir, fmt.Sprintf("%s-%s.pprof", what, name))
-		out, err := os.Create(path)
-		if err != nil {
-			log.Printf("profile: %v", err)
-			return
-		}
-		defer out.Close()
-		if _, err := io.Copy(out, body); err != nil {
-			log.Printf("profile %s: %v", path, err)
-		}
-	}
-	if f.enginePprof != "" {
-		wg.Add(1)
-		go save("engine", func() (io.ReadCloser, error) {
-			resp, err := http.Get(f.enginePprof + "/debug/pprof/profile?seconds=" + secs)
-			if err != nil {
-				return nil, err
-			}
-			if resp.StatusCode != http.StatusOK {
-				resp.Body.Close()
-				return nil, fmt.Errorf("engine pprof: %s", resp.Status)
-			}
-			return resp.Body, nil
-		})
-	}
-	wg.Add(1)
-	go save("apiserver", func() (io.ReadCloser, error) {
-		return f.c.Kube.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", secs).Timeout(d + 30*time.Second).Stream(ctx)
-	})
-	wg.Wait()
 }
 
 // cleanup deletes what this run made: churn pods, TeamSpaces (their
