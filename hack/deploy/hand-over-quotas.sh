@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
-# hack/deploy/hand-over-quotas.sh: after upgrading to the DecoratorController
-# of the quotas (compositecontroller.yaml, issue #54), hands the quotas made
-# before it over to it. The CompositeController used to have each team
-# namespace's team-quota and team-objects as children; the DecoratorController
-# teamspace-quotas has them now, and it never adopts a quota someone else
-# made: this gives each such quota its namespace as controller and the
-# DecoratorController's mark, nothing else (its limits stay; no quota is ever
-# missing). Until it runs, those TeamSpaces wait in QuotaPending ("by
-# DecoratorController teamspace-quotas") with their quotas in place.
-# install.sh runs it; for the in-cluster install, run it once after
-# `kubectl apply -k`. Idempotent.
+# hack/deploy/hand-over-quotas.sh: after upgrading, hands the quotas made
+# before to the DecoratorController of the quotas (compositecontroller.yaml),
+# whose parent is each team namespace's LimitRange team-defaults (issue
+# #55). The CompositeController used to have each team namespace's
+# team-quota and team-objects as children (before issue #54), then a
+# DecoratorController of the namespace (#54); the DecoratorController
+# teamspace-quotas never adopts a quota someone else made: this gives each
+# such quota the LimitRange as controller and the DecoratorController's
+# mark, nothing else (its limits stay; no quota is ever missing). Until it
+# runs, those TeamSpaces wait in QuotaPending ("by DecoratorController
+# teamspace-quotas") with their quotas in place. install.sh runs it; for
+# the in-cluster install, run it once after `kubectl apply -k`. Idempotent.
 #
 # Usage: hack/deploy/hand-over-quotas.sh [--kubeconfig FILE]
 #   --kubeconfig FILE    kubeconfig to use (default $KUBECONFIG, else

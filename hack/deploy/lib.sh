@@ -174,26 +174,29 @@ none_start() {
 # quotas (compositecontroller.yaml).
 TS_QUOTAS_CONTROLLER=teamspace-quotas
 
-# hand_over_quotas KUBECTL...: hands every quota made while the
-# CompositeController had the quotas as children (before the
-# DecoratorController teamspace-quotas, issue #54) over to the
-# DecoratorController: team-quota and team-objects of a team namespace
-# whose controller is a TeamSpace get the namespace as controller and the
-# DecoratorController's mark (annotation metacontroller.k8s.io/
-# decorator-controller), nothing else; their limits stay, and no quota is
-# ever missing. The DecoratorController never adopts a quota without both:
-# it would leave it alone. Idempotent; a quota already handed over, or not
-# a TeamSpace's, is left as it is. It prints how many it handed over.
+# hand_over_quotas KUBECTL...: hands every quota made before the
+# DecoratorController teamspace-quotas had the LimitRange as its parent
+# over to it: by the CompositeController (the quotas its children, before
+# issue #54) or by the DecoratorController of the namespace (issue #54,
+# before #55). team-quota and team-objects of a team namespace whose
+# controller is a TeamSpace or the Namespace get the namespace's LimitRange
+# team-defaults as controller and the DecoratorController's mark
+# (annotation metacontroller.k8s.io/decorator-controller), nothing else;
+# their limits stay, and no quota is ever missing. The DecoratorController
+# never adopts a quota without both: it would leave it alone. A namespace
+# whose LimitRange is not there yet is left for the next run (the engine
+# makes it). Idempotent; a quota already handed over, or not a
+# TeamSpace's, is left as it is. It prints how many it handed over.
 hand_over_quotas() {
 	local list ns name kind uid n=0
 	list=$("$@" get resourcequota --all-namespaces -l platform.labhub.io/teamspace \
 		-o jsonpath='{range .items[*]}{.metadata.namespace}{" "}{.metadata.name}{" "}{.metadata.ownerReferences[?(@.controller==true)].kind}{"\n"}{end}') ||
 		die "cannot list the team namespaces' quotas"
 	while read -r ns name kind; do
-		[[ $kind == TeamSpace && ($name == team-quota || $name == team-objects) ]] || continue
-		uid=$("$@" get namespace "$ns" -o jsonpath='{.metadata.uid}') || die "cannot read namespace $ns"
+		[[ ($kind == TeamSpace || $kind == Namespace) && ($name == team-quota || $name == team-objects) ]] || continue
+		uid=$("$@" get limitrange team-defaults -n "$ns" -o jsonpath='{.metadata.uid}' 2>/dev/null) || continue
 		"$@" patch resourcequota "$name" -n "$ns" --type=json -p "[
-			{\"op\":\"replace\",\"path\":\"/metadata/ownerReferences\",\"value\":[{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"name\":\"$ns\",\"uid\":\"$uid\",\"controller\":true,\"blockOwnerDeletion\":true}]},
+			{\"op\":\"replace\",\"path\":\"/metadata/ownerReferences\",\"value\":[{\"apiVersion\":\"v1\",\"kind\":\"LimitRange\",\"name\":\"team-defaults\",\"uid\":\"$uid\",\"controller\":true,\"blockOwnerDeletion\":true}]},
 			{\"op\":\"add\",\"path\":\"/metadata/annotations/metacontroller.k8s.io~1decorator-controller\",\"value\":\"$TS_QUOTAS_CONTROLLER\"}]" >/dev/null ||
 			die "cannot hand quota $ns/$name over to DecoratorController $TS_QUOTAS_CONTROLLER"
 		n=$((n + 1))

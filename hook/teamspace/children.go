@@ -98,11 +98,11 @@ type childType struct {
 	// merges by name (subjects) sorted by name, since the engine keeps the
 	// live order.
 	compared func(obj object) object
-	// viaNamespace: a quota, made by the DecoratorController of the
+	// viaDecorator: a quota, made by the DecoratorController of the
 	// team namespace (quotas.go) where the CompositeController declares
 	// no ResourceQuota: answered in the namespace's QuotasAnnotation, not
 	// as a child, and observed as the namespace reports it.
-	viaNamespace bool
+	viaDecorator bool
 	// labelsIgnored: an observed child's labels are not compared, only its
 	// content.
 	labelsIgnored bool

@@ -58,7 +58,7 @@ func TestChildTypesAreDeclared(t *testing.T) {
 		t.Errorf("the second document is %s %s calling %s, want DecoratorController %s calling /quotas", dc.Kind, dc.Metadata.Name, dc.Spec.Hooks.Sync.Webhook.URL, QuotasControllerName)
 	}
 	type decl struct{ APIVersion, Resource string }
-	var declared, registered, attached, viaNamespace []decl
+	var declared, registered, attached, viaDecorator []decl
 	for _, c := range cc.Spec.ChildResources {
 		declared = append(declared, decl(c))
 	}
@@ -72,13 +72,13 @@ func TestChildTypesAreDeclared(t *testing.T) {
 			t.Fatalf("%s: %v", ct.kind, err)
 		}
 		plural, _ := meta.UnsafeGuessKindToResource(gv.WithKind(ct.kind))
-		if ct.viaNamespace {
-			viaNamespace = append(viaNamespace, decl{ct.apiVersion, plural.Resource})
+		if ct.viaDecorator {
+			viaDecorator = append(viaDecorator, decl{ct.apiVersion, plural.Resource})
 			continue
 		}
 		registered = append(registered, decl{ct.apiVersion, plural.Resource})
 	}
-	if diff := cmp.Diff(attached, viaNamespace); diff != "" {
+	if diff := cmp.Diff(attached, viaDecorator); diff != "" {
 		t.Errorf("the DecoratorController's attachments vs the registry's quotas (-yaml +registry):\n%s", diff)
 	}
 	// Then the kinds only the platform's copies have (copies.go).

@@ -119,13 +119,16 @@ var limitRangeType = &childType{
 	decode: func(o *Object) (object, error) {
 		lr := &corev1.LimitRange{}
 		lr.Labels = o.Metadata.Labels
+		lr.Annotations = o.Metadata.Annotations
 		return lr, decodeRaw(o.Spec, &lr.Spec)
 	},
 	// The limits list is the hook's as a whole: the engine replaces a list
 	// without a merge key, so an item or field added by hand is reverted.
-	content: func(obj object) object {
-		return &corev1.LimitRange{Spec: corev1.LimitRangeSpec{Limits: obj.(*corev1.LimitRange).Spec.Limits}}
-	},
+	// The quotas of its namespace (QuotasAnnotation, quotas.go) are
+	// kept with it, as last applied, but not compared: each quota is, as
+	// the DecoratorController reports it.
+	content:  func(obj object) object { return limitRangeContent(obj, QuotasAnnotation) },
+	compared: func(obj object) object { return limitRangeContent(obj) },
 	ready: func(u *unit) string {
 		spec := u.spec
 		req := ", default request cpu=" + spec.DefaultRequestCPU
@@ -137,4 +140,15 @@ var limitRangeType = &childType{
 		}
 		return req
 	},
+}
+
+// limitRangeContent is a LimitRange reduced to its limits and the
+// annotations of keys (none when it has none of them: a LimitRange
+// without compares and is kept as it always was).
+func limitRangeContent(obj object, keys ...string) object {
+	lr := &corev1.LimitRange{Spec: corev1.LimitRangeSpec{Limits: obj.(*corev1.LimitRange).Spec.Limits}}
+	if a := owned(obj.GetAnnotations(), keys); len(a) > 0 {
+		lr.Annotations = a
+	}
+	return lr
 }

@@ -80,12 +80,9 @@ var namespaceType = &childType{
 		ns.Annotations = o.Metadata.Annotations
 		return ns, nil
 	},
-	// Its quotas (QuotasAnnotation) are kept with it, as last applied, but
-	// not compared: each quota is, as the DecoratorController reports it.
-	content: func(obj object) object {
-		return namespaceContent(obj, append([]string{QuotasAnnotation}, ownedNamespaceAnnotations...))
-	},
-	compared: func(obj object) object { return namespaceContent(obj, ownedNamespaceAnnotations) },
+	// Not QuotasAnnotation: the LimitRange carries it (quotas.go). One
+	// answered here by an earlier version is removed by the engine.
+	content: func(obj object) object { return namespaceContent(obj, ownedNamespaceAnnotations) },
 	outOfDateMessage: func(ref string, observed, desired object) string {
 		msg := fmt.Sprintf("namespace %s has labels %s, updating to %s", ref, describeLabels(observed.GetLabels()), describeLabels(desired.GetLabels()))
 		if o, d := describeAnnotations(observed.GetAnnotations()), describeAnnotations(desired.GetAnnotations()); o != d {

@@ -50,10 +50,10 @@ func (r *Request) namespaceStatuses(all, unasked []*unit, conflicts map[*unit]st
 		default:
 			s.State = NamespaceActive
 		}
-		if r.quotasViaNamespace() {
+		if r.quotasViaDecorator() {
 			// As the DecoratorController reports it (quotas.go).
-			if ns != nil {
-				s.Message = ns.Metadata.Annotations[OverShareAnnotation]
+			if c := r.Children[quotasCarrier.key][quotasCarrier.ref(u)]; c != nil {
+				s.Message = c.Metadata.Annotations[OverShareAnnotation]
 			}
 		} else if quota := r.observed(quotaType, u); quota != nil {
 			s.Usage = quotaUsage(quota)

@@ -162,7 +162,7 @@ var objectsQuotaType = &childType{
 	kind:            "ResourceQuota",
 	name:            func(*unit) string { return ObjectsQuotaName },
 	namespaced:      true,
-	viaNamespace:    true,
+	viaDecorator:    true,
 	optional:        true,
 	pendingReason:   ReasonQuotaPending,
 	outOfDateReason: ReasonQuotaOutOfDate,

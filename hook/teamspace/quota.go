@@ -28,7 +28,7 @@ var quotaType = &childType{
 	kind:            "ResourceQuota",
 	name:            func(*unit) string { return QuotaName },
 	namespaced:      true,
-	viaNamespace:    true,
+	viaDecorator:    true,
 	pendingReason:   ReasonQuotaPending,
 	outOfDateReason: ReasonQuotaOutOfDate,
 	// A quota made before children carried the TeamSpace label (recorded

@@ -12,26 +12,39 @@ import (
 
 // A team namespace's quotas are not the CompositeController's children but
 // a DecoratorController's (teamspace-quotas in compositecontroller.yaml),
-// whose parent is the namespace. The quota controller rewrites a quota's
-// status on every pod created or deleted in the namespace, and the engine
-// syncs the parent of a child on every change of it, status included: as a
-// child of the TeamSpace, each pod event cost a sync of the TeamSpace, and
-// every CompositeController sync reads the TeamSpace live (a GET) before it
-// compares its status. A DecoratorController's sync compares the parent
-// from its cache and writes nothing when nothing changed: a pod event now
-// costs the engine one call of this hook and no request (BENCHMARKS.md
-// §13).
+// whose parent is the namespace's LimitRange team-defaults. The quota
+// controller rewrites a quota's status on every pod created or deleted in
+// the namespace, and the engine syncs the parent of a child on every
+// change of it, status included: as a child of the TeamSpace, each pod
+// event cost a sync of the TeamSpace, and every CompositeController sync
+// reads the TeamSpace live (a GET) before it compares its status. A
+// DecoratorController's sync compares the parent from its cache and writes
+// nothing when nothing changed: a pod event now costs the engine one call
+// of this hook and no request (BENCHMARKS.md §13).
+//
+// Why the LimitRange and not the namespace (issue #55): the engine finds a
+// DecoratorController's attachments by listing every object of their kind
+// in the parent's namespace, every quota of the cluster for a namespace
+// parent (O(N) per sync, O(N²) for a fleet being created); and a change
+// of a namespace is matched against every TeamSpace's related objects
+// (customize.go), so each report written on it cost O(N) too. A LimitRange
+// is namespaced and no TeamSpace's related object. Its quotas live and die
+// with it: a LimitRange deleted by hand takes them along (the garbage
+// collector), and both come back at once, as every child does.
 //
 // The TeamSpace's sync stays the one place that decides: it writes the
-// quotas each namespace must hold into the namespace (QuotasAnnotation),
-// and this hook makes them, reporting back on the namespace what the
+// quotas each namespace must hold into its LimitRange (QuotasAnnotation),
+// and this hook makes them, reporting back on the LimitRange what the
 // quotas hold (QuotasObservedAnnotation), which Sync reads as it read the
 // quotas themselves (Ready waits for them, an invalid spec keeps them as
-// last applied, a kept namespace's share stays reserved).
+// last applied, a kept namespace's share stays reserved). A parent
+// namespace (the DecoratorController as issue #54 shipped it) is still
+// answered, so that the hook may be upgraded first.
 const (
-	// QuotasAnnotation on a team namespace is the quotas it holds: a JSON
-	// object of quota name (team-quota, team-objects) to spec.hard, in
-	// the canonical form the API server stores. Written by Sync.
+	// QuotasAnnotation on a team namespace's LimitRange is the quotas the
+	// namespace holds: a JSON object of quota name (team-quota,
+	// team-objects) to spec.hard, in the canonical form the API server
+	// stores. Written by Sync.
 	QuotasAnnotation = Group + "/quotas"
 	// QuotasObservedAnnotation is what the quotas in the namespace hold,
 	// in the same form: the spec.hard of each that exists; absent while
@@ -50,17 +63,17 @@ const (
 // quotaNames are the quotas a team namespace may hold.
 var quotaNames = []string{QuotaName, ObjectsQuotaName}
 
-// QuotasRequest is what a DecoratorController sends: the parent (here a
-// team namespace) as object, its children as attachments, keyed like
-// Request's children.
+// QuotasRequest is what a DecoratorController sends: the parent (a team
+// namespace's LimitRange) as object, its children as attachments, keyed
+// like Request's children.
 type QuotasRequest struct {
 	Object      *Object              `json:"object"`
 	Attachments map[string]ObjectMap `json:"attachments"`
 }
 
 // QuotasResponse is the answer: the quotas, and the report on the
-// namespace. Status is always null (the engine leaves the namespace's
-// status alone) and Attachments never null (the engine deletes every
+// parent. Status is always null (the engine leaves the parent's status
+// alone) and Attachments never null (the engine deletes every
 // attachment left out, and null would mean all of them).
 type QuotasResponse struct {
 	Annotations map[string]*string `json:"annotations"`
@@ -69,17 +82,24 @@ type QuotasResponse struct {
 }
 
 // Validate checks that the request is one Quotas can answer: a team
-// namespace, and ResourceQuotas as its only attachments.
+// namespace's LimitRange (or the team namespace itself, the parent before
+// issue #55), and ResourceQuotas as its only attachments.
 func (r *QuotasRequest) Validate() error {
-	ns := r.Object
-	if ns == nil {
+	p := r.Object
+	if p == nil {
 		return badRequest("MissingParent", "request has no object")
 	}
-	if ns.APIVersion != "v1" || ns.Kind != "Namespace" {
-		return badRequest("WrongKind", "object is apiVersion %q kind %q, want a Namespace", ns.APIVersion, ns.Kind)
+	switch {
+	case p.APIVersion == "v1" && p.Kind == "LimitRange":
+		if p.Metadata.Name != LimitRangeName {
+			return badRequest("NotATeamLimitRange", "LimitRange %s/%s is not a team namespace's %s", p.Metadata.Namespace, p.Metadata.Name, LimitRangeName)
+		}
+	case p.APIVersion == "v1" && p.Kind == "Namespace":
+	default:
+		return badRequest("WrongKind", "object is apiVersion %q kind %q, want a LimitRange", p.APIVersion, p.Kind)
 	}
-	if ns.Metadata.Labels[TeamSpaceLabel] == "" || !strings.HasPrefix(ns.Metadata.Name, NamespacePrefix) {
-		return badRequest("NotATeamNamespace", "namespace %q is not a team namespace (no label %s, or not named %s*)", ns.Metadata.Name, TeamSpaceLabel, NamespacePrefix)
+	if ns := r.namespace(); p.Metadata.Labels[TeamSpaceLabel] == "" || !strings.HasPrefix(ns, NamespacePrefix) {
+		return badRequest("NotATeamNamespace", "namespace %q is not a team namespace (no label %s, or not named %s*)", ns, TeamSpaceLabel, NamespacePrefix)
 	}
 	for key, objs := range r.Attachments {
 		if key != quotaType.key {
@@ -94,23 +114,23 @@ func (r *QuotasRequest) Validate() error {
 	return nil
 }
 
-// Quotas answers the DecoratorController of a team namespace: the quotas
-// its QuotasAnnotation asks for, each with the TeamSpace label and only
-// spec.hard, and the report of what the quotas there hold. An annotation
-// that is missing or does not parse is refused: the engine then changes
-// nothing, so no quota is deleted or weakened, and records the error as an
-// event on the namespace.
+// Quotas answers the DecoratorController of a team namespace's LimitRange:
+// the quotas its QuotasAnnotation asks for, in its namespace, each with
+// the TeamSpace label and only spec.hard, and the report of what the
+// quotas there hold. An annotation that is missing or does not parse is
+// refused: the engine then changes nothing, so no quota is deleted or
+// weakened, and records the error as an event on the parent.
 func Quotas(r *QuotasRequest) (*QuotasResponse, error) {
-	ns := r.Object
-	desired, err := quotasOf(ns.Metadata.Annotations, QuotasAnnotation)
+	p, ns := r.Object, r.namespace()
+	desired, err := quotasOf(p.Metadata.Annotations, QuotasAnnotation)
 	if err != nil {
-		return nil, badRequest("InvalidQuotas", "namespace %s: %v; its quotas are kept as they are", ns.Metadata.Name, err)
+		return nil, badRequest("InvalidQuotas", "%s: %v; its quotas are kept as they are", r.parentName(), err)
 	}
 	resp := &QuotasResponse{Attachments: []map[string]any{}, Annotations: map[string]*string{}}
 	for _, name := range slices.Sorted(maps.Keys(desired)) {
 		q := &corev1.ResourceQuota{Spec: corev1.ResourceQuotaSpec{Hard: desired[name]}}
-		q.Name, q.Namespace = name, ns.Metadata.Name
-		q.Labels = map[string]string{TeamSpaceLabel: ns.Metadata.Labels[TeamSpaceLabel]}
+		q.Name, q.Namespace = name, ns
+		q.Labels = map[string]string{TeamSpaceLabel: p.Metadata.Labels[TeamSpaceLabel]}
 		resp.Attachments = append(resp.Attachments, quotaType.answer(q))
 	}
 
@@ -141,6 +161,24 @@ func Quotas(r *QuotasRequest) (*QuotasResponse, error) {
 		resp.Annotations[OverShareAnnotation] = &overShareMsg
 	}
 	return resp, nil
+}
+
+// namespace is the team namespace of the parent: a LimitRange's, or the
+// namespace itself.
+func (r *QuotasRequest) namespace() string {
+	if r.Object.Kind == "Namespace" {
+		return r.Object.Metadata.Name
+	}
+	return r.Object.Metadata.Namespace
+}
+
+// parentName names the parent in messages: "namespace team-a",
+// "LimitRange team-a/team-defaults".
+func (r *QuotasRequest) parentName() string {
+	if r.Object.Kind == "Namespace" {
+		return "namespace " + r.Object.Metadata.Name
+	}
+	return "LimitRange " + r.Object.Metadata.Namespace + "/" + r.Object.Metadata.Name
 }
 
 // quotasOf reads an annotation of quotas (QuotasAnnotation's form).

@@ -15,14 +15,16 @@ import (
 	"github.com/labhub/teamspace/tests/golden"
 )
 
-// viaNamespace is request r as the engine sends it once its
+// viaDecorator is request r as the engine sends it once its
 // CompositeController leaves the quotas to the DecoratorController
-// (quotas.go): no ResourceQuota children, and each observed namespace
-// carrying what Quotas reports of the quotas in it (their spec.hard, the
-// over-share message) and, in its last-applied copy, the quotas it was
-// last asked to hold (the quotas' own last-applied spec.hard, else their
-// spec.hard, as childType.kept reads them).
-func viaNamespace(t *testing.T, r *Request) *Request {
+// (quotas.go): no ResourceQuota children, and each observed LimitRange
+// carrying what Quotas reports of the quotas in its namespace (their
+// spec.hard, the over-share message) and, in its last-applied copy, the
+// quotas it was last asked to hold (the quotas' own last-applied
+// spec.hard, else their spec.hard, as childType.kept reads them). Nil when
+// r has quotas in a namespace without the LimitRange: the
+// DecoratorController's quotas go with it.
+func viaDecorator(t *testing.T, r *Request) *Request {
 	t.Helper()
 	b, err := json.Marshal(r)
 	if err != nil {
@@ -65,9 +67,12 @@ func viaNamespace(t *testing.T, r *Request) *Request {
 			overShares[ns] = overShare(q)
 		}
 	}
-	for ns, o := range out.Children[namespaceType.key] {
-		if observed[ns] == nil {
-			continue
+	for ns := range observed {
+		o := out.Children[quotasCarrier.key][ns+"/"+LimitRangeName]
+		if o == nil {
+			// Quotas without their parent: not a state the
+			// DecoratorController's quotas can be in (they go with it).
+			return nil
 		}
 		if o.Metadata.Annotations == nil {
 			o.Metadata.Annotations = map[string]string{}
@@ -98,8 +103,8 @@ func viaNamespace(t *testing.T, r *Request) *Request {
 }
 
 // withoutQuotas is an answer as JSON values, the quotas taken out: its
-// ResourceQuota children (returned by namespace) and each namespace's
-// QuotasAnnotation (returned too), and the quota figures of its status
+// ResourceQuota children (returned by namespace) and each LimitRange's
+// QuotasAnnotation (returned too, by namespace), and the quota figures of its status
 // (usage), which only an answer with quotas as children has.
 func withoutQuotas(t *testing.T, resp *Response) (answer map[string]any, children, annotated map[string]map[string]corev1.ResourceList) {
 	t.Helper()
@@ -127,14 +132,14 @@ func withoutQuotas(t *testing.T, resp *Response) (answer map[string]any, childre
 			}
 			children[q.Namespace][q.Name] = q.Spec.Hard
 			continue
-		case "Namespace":
+		case "LimitRange":
 			if a, ok := meta["annotations"].(map[string]any); ok {
 				if v, ok := a[QuotasAnnotation].(string); ok {
 					quotas, err := quotasOf(map[string]string{QuotasAnnotation: v}, QuotasAnnotation)
 					if err != nil {
 						t.Fatal(err)
 					}
-					annotated[meta["name"].(string)] = quotas
+					annotated[meta["namespace"].(string)] = quotas
 					delete(a, QuotasAnnotation)
 				}
 				if len(a) == 0 {
@@ -157,7 +162,7 @@ func withoutQuotas(t *testing.T, resp *Response) (answer map[string]any, childre
 			c := c.(map[string]any)
 			msg := strings.ReplaceAll(c["message"].(string), " by DecoratorController "+QuotasControllerName, "")
 			// Finalize lists the children left; the quotas are not the
-			// TeamSpace's via the namespace, they go with it.
+			// TeamSpace's via the DecoratorController, they go with it.
 			c["message"] = remainingQuota.ReplaceAllString(msg, "")
 		}
 	}
@@ -166,15 +171,15 @@ func withoutQuotas(t *testing.T, resp *Response) (answer map[string]any, childre
 
 var remainingQuota = regexp.MustCompile(`, ResourceQuota [^ ,]+`)
 
-// TestQuotasViaNamespaceAnswerAsChildren: every sync and finalize case of
+// TestQuotasViaDecoratorAnswerAsChildren: every sync and finalize case of
 // the golden tests (the engine's recorded requests among them), asked
 // again as the engine asks once the DecoratorController makes the quotas
-// (viaNamespace), gets the same answer: the same status, the usage
-// figures aside; the same children, the quotas aside; and each namespace
+// (viaDecorator), gets the same answer: the same status, the usage
+// figures aside; the same children, the quotas aside; and each LimitRange
 // carries in its QuotasAnnotation exactly the quotas answered as children
 // before (for a namespace the answer had none for yet, being made or
 // terminating, the quotas it will hold).
-func TestQuotasViaNamespaceAnswerAsChildren(t *testing.T) {
+func TestQuotasViaDecoratorAnswerAsChildren(t *testing.T) {
 	root := filepath.Join("..", "..", "tests", "testdata")
 	compared := 0
 	for _, hook := range []string{"sync", "finalize"} {
@@ -195,21 +200,24 @@ func TestQuotasViaNamespaceAnswerAsChildren(t *testing.T) {
 					return Sync(r)
 				}
 				asChildren := &r
-				if asChildren.quotasViaNamespace() {
-					t.Fatal("a request with ResourceQuota children is answered via the namespace")
+				if asChildren.quotasViaDecorator() {
+					t.Fatal("a request with ResourceQuota children is answered via the DecoratorController")
 				}
-				via := viaNamespace(t, &r)
-				if !via.quotasViaNamespace() {
-					t.Fatal("a request without ResourceQuota children is not answered via the namespace")
+				via := viaDecorator(t, &r)
+				if via == nil {
+					t.Skip("quotas without their LimitRange: not a state of the DecoratorController's quotas")
+				}
+				if !via.quotasViaDecorator() {
+					t.Fatal("a request without ResourceQuota children is not answered via the DecoratorController")
 				}
 				want, children, _ := withoutQuotas(t, answer(asChildren))
 				got, _, annotated := withoutQuotas(t, answer(via))
 				if diff := cmp.Diff(want, got); diff != "" {
-					t.Errorf("answered via the namespace, the answer differs (-as children +via the namespace):\n%s", diff)
+					t.Errorf("answered via the DecoratorController, the answer differs (-as children +via the DecoratorController):\n%s", diff)
 				}
 				for ns, quotas := range children {
 					if diff := cmp.Diff(quotas, annotated[ns]); diff != "" {
-						t.Errorf("namespace %s: annotation %s is not the quotas answered as children (-children +annotation):\n%s", ns, QuotasAnnotation, diff)
+						t.Errorf("namespace %s: its LimitRange's annotation %s is not the quotas answered as children (-children +annotation):\n%s", ns, QuotasAnnotation, diff)
 					}
 				}
 			})
@@ -222,7 +230,7 @@ func TestQuotasViaNamespaceAnswerAsChildren(t *testing.T) {
 }
 
 // TestQuotasRoundTrip follows the protocol between the two controllers
-// as the engine carries it: Sync asks for the quotas in the namespace's
+// as the engine carries it: Sync asks for the quotas in the LimitRange's
 // annotation (and waits: QuotaPending), Quotas answers them and reports
 // none yet, the engine creates them, Quotas reports them (and once
 // reported, answers the same report again: nothing more to write), and
@@ -234,9 +242,9 @@ func TestQuotasRoundTrip(t *testing.T) {
 	if err := json.Unmarshal(golden.Request(t, root, filepath.Join(root, "sync", "ready")), &r); err != nil {
 		t.Fatal(err)
 	}
-	req := viaNamespace(t, &r)
-	ns := req.Children[namespaceType.key]["team-delta"]
-	delete(ns.Metadata.Annotations, QuotasObservedAnnotation)
+	req := viaDecorator(t, &r)
+	lr := req.Children[quotasCarrier.key]["team-delta/"+LimitRangeName]
+	delete(lr.Metadata.Annotations, QuotasObservedAnnotation)
 
 	ready := func(want string) *Response {
 		t.Helper()
@@ -246,16 +254,15 @@ func TestQuotasRoundTrip(t *testing.T) {
 		}
 		return resp
 	}
-	// What the engine applies of the answer: the namespace's annotations,
-	// the content of the other children.
-	applyNamespace := func(resp *Response) {
+	// What the engine applies of the answer: the LimitRange's
+	// annotations, the content of every child.
+	applyAnswer := func(resp *Response) {
 		t.Helper()
 		for _, c := range resp.Children {
-			if c["kind"] == "Namespace" {
+			if c["kind"] == "LimitRange" {
 				for k, v := range c["metadata"].(map[string]any)["annotations"].(map[string]any) {
-					ns.Metadata.Annotations[k] = v.(string)
+					lr.Metadata.Annotations[k] = v.(string)
 				}
-				continue
 			}
 			b, _ := json.Marshal(c)
 			var o Object
@@ -277,7 +284,7 @@ func TestQuotasRoundTrip(t *testing.T) {
 	attachments := ObjectMap{}
 	decorate := func() *QuotasResponse {
 		t.Helper()
-		qr := &QuotasRequest{Object: ns, Attachments: map[string]ObjectMap{quotaType.key: attachments}}
+		qr := &QuotasRequest{Object: lr, Attachments: map[string]ObjectMap{quotaType.key: attachments}}
 		if err := qr.Validate(); err != nil {
 			t.Fatal(err)
 		}
@@ -291,13 +298,13 @@ func TestQuotasRoundTrip(t *testing.T) {
 	engine := func(resp *QuotasResponse) (changed bool) {
 		t.Helper()
 		for k, v := range resp.Annotations {
-			old, had := ns.Metadata.Annotations[k]
+			old, had := lr.Metadata.Annotations[k]
 			switch {
 			case v == nil && had:
-				delete(ns.Metadata.Annotations, k)
+				delete(lr.Metadata.Annotations, k)
 				changed = true
 			case v != nil && (!had || old != *v):
-				ns.Metadata.Annotations[k] = *v
+				lr.Metadata.Annotations[k] = *v
 				changed = true
 			}
 		}
@@ -318,7 +325,7 @@ func TestQuotasRoundTrip(t *testing.T) {
 		return changed
 	}
 
-	applyNamespace(ready(ReasonQuotaPending))
+	applyAnswer(ready(ReasonQuotaPending))
 	engine(decorate()) // creates team-quota; reports nothing yet
 	ready(ReasonQuotaPending)
 	if !engine(decorate()) { // reports team-quota
@@ -336,16 +343,16 @@ func TestQuotasRoundTrip(t *testing.T) {
 	}
 	spec["pods"] = 5
 	req.Parent.Spec, _ = json.Marshal(spec)
-	applyNamespace(ready(ReasonQuotaOutOfDate))
+	applyAnswer(ready(ReasonQuotaOutOfDate))
 	engine(decorate()) // updates team-quota
 	ready(ReasonQuotaOutOfDate)
 	engine(decorate()) // reports it
 	resp := ready(ReasonReady)
-	hard, _ := quotasOf(ns.Metadata.Annotations, QuotasObservedAnnotation)
+	hard, _ := quotasOf(lr.Metadata.Annotations, QuotasObservedAnnotation)
 	if pods := hard[QuotaName][corev1.ResourcePods]; pods.Cmp(resource.MustParse("5")) != 0 {
 		t.Errorf("reported %v, want pods 5", hard)
 	}
 	if resp.Status.Usage != nil {
-		t.Errorf("status.usage %+v via the namespace: it would be written on every pod event", resp.Status.Usage)
+		t.Errorf("status.usage %+v via the DecoratorController: it would be written on every pod event", resp.Status.Usage)
 	}
 }

@@ -119,33 +119,37 @@ func NamespaceName(teamspace string) string { return NamespacePrefix + teamspace
 // declared a child type has no key for it: that is the same as none
 // observed.
 func (r *Request) observed(t *childType, u *unit) *Object {
-	if t.viaNamespace && r.quotasViaNamespace() {
+	if t.viaDecorator && r.quotasViaDecorator() {
 		return r.reportedQuota(t, u)
 	}
 	return r.Children[t.key][t.ref(u)]
 }
 
-// quotasViaNamespace reports whether the CompositeController leaves the
+// quotasViaDecorator reports whether the CompositeController leaves the
 // quotas to the DecoratorController (quotas.go): it declares no
 // ResourceQuota child, and the engine sends every type it declares. A
 // CompositeController that still declares them (one applied before, while
 // the hook is upgraded first) gets them answered as children, as it always
 // did: without them it would delete every quota.
-func (r *Request) quotasViaNamespace() bool {
+func (r *Request) quotasViaDecorator() bool {
 	_, declared := r.Children[quotaType.key]
 	return !declared
 }
 
+// quotasCarrier is the child of a unit that carries its quotas for the
+// DecoratorController, and its report of them (quotas.go): the LimitRange.
+var quotasCarrier = limitRangeType
+
 // reportedQuota is the quota of type t in unit u as the DecoratorController
-// reports it on the observed namespace (QuotasObservedAnnotation): its
+// reports it on the observed carrier (QuotasObservedAnnotation): its
 // name, namespace, the TeamSpace label and spec.hard; nil when the
-// namespace is not observed or the report has no such quota.
+// carrier is not observed or the report has no such quota.
 func (r *Request) reportedQuota(t *childType, u *unit) *Object {
-	ns := r.Children[namespaceType.key][u.namespace]
-	if ns == nil {
+	carrier := r.Children[quotasCarrier.key][quotasCarrier.ref(u)]
+	if carrier == nil {
 		return nil
 	}
-	reported, err := quotasOf(ns.Metadata.Annotations, QuotasObservedAnnotation)
+	reported, err := quotasOf(carrier.Metadata.Annotations, QuotasObservedAnnotation)
 	hard, ok := reported[t.name(u)]
 	if err != nil || !ok {
 		return nil
@@ -154,10 +158,10 @@ func (r *Request) reportedQuota(t *childType, u *unit) *Object {
 	o := &Object{APIVersion: t.apiVersion, Kind: t.kind, Spec: spec, Metadata: Meta{
 		Name: t.name(u), Namespace: u.namespace, Labels: map[string]string{TeamSpaceLabel: u.teamspace},
 	}}
-	// As last applied: what the namespace was last asked to hold, for
+	// As last applied: what the carrier was last asked to hold, for
 	// what is kept as last applied (childType.kept).
-	var last corev1.Namespace
-	if json.Unmarshal([]byte(ns.Metadata.Annotations[LastAppliedAnnotation]), &last) == nil {
+	var last metav1.PartialObjectMetadata
+	if json.Unmarshal([]byte(carrier.Metadata.Annotations[LastAppliedAnnotation]), &last) == nil {
 		if applied, err := quotasOf(last.Annotations, QuotasAnnotation); err == nil {
 			if hard, ok := applied[t.name(u)]; ok {
 				b, _ := json.Marshal(corev1.ResourceQuota{Spec: corev1.ResourceQuotaSpec{Hard: hard}})

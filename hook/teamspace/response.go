@@ -57,7 +57,7 @@ func newResponse(r *Request) *Response {
 	if ns := r.observedNamespace(); ns != nil {
 		resp.Status.Namespace = ns.Metadata.Name
 	}
-	if r.quotasViaNamespace() {
+	if r.quotasViaDecorator() {
 		// The figures change with every pod: kept current here, each
 		// would cost a sync of the TeamSpace (quotas.go). Read them live
 		// (README "Usage").

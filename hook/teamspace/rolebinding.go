@@ -82,6 +82,10 @@ var ReservedNamespaces = []string{"teamspace-system"}
 // kube-* and the platform's namespaces are the cluster's and the
 // platform's. hack/deploy/limits.yaml refuses them at admission (unless the
 // writer is exempt); the hook skips any that is stored all the same.
+// ReservedOwner reports whether owner o is never bound (reservedOwner):
+// naming it in spec.owners gives nobody anything.
+func ReservedOwner(o Owner) bool { return reservedOwner(o) != "" }
+
 func reservedOwner(o Owner) string {
 	switch {
 	case (o.Kind == "User" || o.Kind == "Group") && strings.HasPrefix(o.Name, "system:"):

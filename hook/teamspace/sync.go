@@ -152,13 +152,13 @@ func syncWith(r *Request, blocked error) *Response {
 func (r *Request) answerUnit(resp *Response, u *unit, types []*childType, wanted []wantedChild) []wantedChild {
 	state := r.namespaceState(u)
 	insideAllowed := state != namespaceMissing && state != namespaceTerminating
-	viaNamespace := r.quotasViaNamespace()
+	viaDecorator := r.quotasViaDecorator()
 	observed, desired := make([]*Object, len(types)), make([]object, len(types))
 	quotas := map[string]corev1.ResourceList{}
 	for i, t := range types {
 		observed[i] = r.observed(t, u)
 		desired[i] = t.desired(u, observed[i])
-		if q, ok := desired[i].(*corev1.ResourceQuota); ok && t.viaNamespace && viaNamespace {
+		if q, ok := desired[i].(*corev1.ResourceQuota); ok && t.viaDecorator && viaDecorator {
 			quotas[t.name(u)] = q.Spec.Hard
 		}
 	}
@@ -167,14 +167,14 @@ func (r *Request) answerUnit(resp *Response, u *unit, types []*childType, wanted
 		if obj == nil {
 			continue
 		}
-		if t == namespaceType && viaNamespace {
-			// The namespace carries its quotas from its first answer:
-			// the DecoratorController makes them as soon as it exists.
+		if t == quotasCarrier && viaDecorator {
+			// The LimitRange carries the quotas of its namespace: the
+			// DecoratorController makes them as soon as it exists.
 			obj.SetAnnotations(withQuotas(obj.GetAnnotations(), quotas))
 		}
 		answer, strangers := t.strangersOf(t.answer(obj), obj, o)
 		wanted = append(wanted, wantedChild{t, u, obj, o, strangers})
-		if t.viaNamespace && viaNamespace {
+		if t.viaDecorator && viaDecorator {
 			continue
 		}
 		if (!t.namespaced || insideAllowed) && (t.after == nil || r.observed(t.after, u) != nil) {
@@ -184,8 +184,8 @@ func (r *Request) answerUnit(resp *Response, u *unit, types []*childType, wanted
 	return wanted
 }
 
-// withQuotas is a namespace's annotations with the quotas it holds
-// (QuotasAnnotation, quotas.go).
+// withQuotas is a carrier's annotations with the quotas its namespace
+// holds (QuotasAnnotation, quotas.go).
 func withQuotas(annotations map[string]string, quotas map[string]corev1.ResourceList) map[string]string {
 	out := maps.Clone(annotations)
 	if out == nil {
@@ -209,13 +209,13 @@ func (r *Request) creating(answered []*unit, wanted []wantedChild) (string, bool
 		}
 	}
 	inside := map[*unit][]string{}
-	viaNamespace := r.quotasViaNamespace()
+	viaDecorator := r.quotasViaDecorator()
 	for _, c := range wanted {
 		switch {
 		case c.t == namespaceType && c.observed != nil && !c.t.matches(c.desired, c.observed):
 			return "", false // NamespaceOutOfDate says which labels differ
 		case !c.t.namespaced:
-		case c.observed != nil && !(c.t.viaNamespace && viaNamespace):
+		case c.observed != nil && !(c.t.viaDecorator && viaDecorator):
 			// Quotas made by the DecoratorController as soon as the
 			// namespace exists may be there before the sync that asks for
 			// the rest: still being created, one status write.
@@ -273,7 +273,7 @@ func (r *Request) childProblems(answered []*unit, wanted []wantedChild) (string,
 			add(c.t.outOfDateReason, fmt.Sprintf("%s %s has what the spec does not set at %s; removing it", c.t.kind, ref, strings.Join(c.strangers, ", ")))
 		case c.observed == nil:
 			msg := c.t.pendingMessage(ref, c.desired)
-			if c.t.viaNamespace && r.quotasViaNamespace() {
+			if c.t.viaDecorator && r.quotasViaDecorator() {
 				msg += " by DecoratorController " + QuotasControllerName
 			}
 			add(c.t.pendingReason, msg)
@@ -333,8 +333,8 @@ func keepUnit(r *Request, resp *Response, u *unit, types []*childType, unobserve
 	var kept []string
 	for _, t := range types {
 		o := r.observed(t, u)
-		if t.viaNamespace && r.quotasViaNamespace() {
-			// Kept with the namespace, in its QuotasAnnotation as last
+		if t.viaDecorator && r.quotasViaDecorator() {
+			// Kept with the LimitRange, in its QuotasAnnotation as last
 			// applied; named as the quota it is.
 			if o != nil {
 				kept = append(kept, keptName(t, u, t.kept(u, o)))

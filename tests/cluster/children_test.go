@@ -57,15 +57,21 @@ func TestChildrenStayThePlatforms(t *testing.T) {
 			t.Errorf("system:masters may not %s: %v", what, err)
 		}
 	}
-	// Nor through the namespace: its annotation platform.labhub.io/quotas
-	// is what the quotas' DecoratorController makes, and an owner may not
-	// change the namespace (the engine and the platform team may).
-	raise := []string{"annotate", "--overwrite", "namespace", ns, teamspace.QuotasAnnotation + `={"team-quota":{"pods":"1000"}}`, "--dry-run=server"}
-	if _, err := kubectl(t, "", append(as(owner), raise...)...); err == nil || !strings.Contains(err.Error(), "forbidden") {
-		t.Errorf("the owner writing %s on %s: %v, want forbidden", teamspace.QuotasAnnotation, ns, err)
-	}
-	if _, err := kubectl(t, "", append(as(engineIdentity), raise...)...); err != nil {
-		t.Errorf("the engine writing %s on %s: %v", teamspace.QuotasAnnotation, ns, err)
+	// Nor through the LimitRange: its annotation platform.labhub.io/quotas
+	// is what the quotas' DecoratorController makes, and the quotas go
+	// with it (their controller); an owner may neither change nor delete
+	// it (the engine and the platform team may).
+	lr := "limitrange/" + teamspace.LimitRangeName
+	for what, args := range map[string][]string{
+		"write " + teamspace.QuotasAnnotation: {"annotate", "--overwrite", lr, teamspace.QuotasAnnotation + `={"team-quota":{"pods":"1000"}}`, "--dry-run=server"},
+		"delete " + teamspace.LimitRangeName:  {"delete", lr, "--dry-run=server"},
+	} {
+		if err := run(as(owner), args...); err == nil || !strings.Contains(err.Error(), "forbidden") {
+			t.Errorf("the owner may %s in %s: %v, want forbidden", what, ns, err)
+		}
+		if err := run(as(engineIdentity), args...); err != nil {
+			t.Errorf("the engine may not %s in %s: %v", what, ns, err)
+		}
 	}
 	labelled := `{"apiVersion":"networking.k8s.io/v1","kind":"NetworkPolicy","metadata":{"name":"fake","labels":{"` + teamspace.TeamSpaceLabel + `":"` + name + `"}},"spec":{"podSelector":{}}}`
 	if err := dryRunCreate(t, as(owner), ns, labelled); err == nil || !strings.Contains(err.Error(), "only the engine and the platform team may create it") {

@@ -13,11 +13,12 @@ import (
 
 // TestHandOverQuotas runs hack/deploy/hand-over-quotas.sh on quotas as the
 // CompositeController made them before the DecoratorController (issue
-// #54): a TeamSpace as controller, no mark. team-quota and team-objects of
-// a team namespace get the namespace as controller and the
-// DecoratorController's mark, their limits and labels unchanged; a quota
-// of another name, one handed over already and one whose controller is
-// not a TeamSpace are left as they are; a second run hands nothing over.
+// #54: a TeamSpace as controller, no mark) and as the DecoratorController
+// of the namespace did (#55: the namespace as controller). team-quota and
+// team-objects of a team namespace get its LimitRange as controller and
+// the DecoratorController's mark, their limits and labels unchanged; a
+// quota of another name and one handed over already are left as they are;
+// a second run hands nothing over.
 func TestHandOverQuotas(t *testing.T) {
 	parallel(t)
 	installCRD(t)
@@ -29,7 +30,11 @@ func TestHandOverQuotas(t *testing.T) {
 	mustKubectl(t, `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"`+ns+`","labels":{"`+teamspace.TeamSpaceLabel+`":"`+name+`"}}}`, "create", "-f", "-")
 	deleteOnCleanup(t, "namespace", ns)
 	nsUID := mustKubectl(t, "", "get", "namespace", ns, "-o", "jsonpath={.metadata.uid}")
+	mustKubectl(t, `{"apiVersion":"v1","kind":"LimitRange","metadata":{"name":"`+teamspace.LimitRangeName+`","namespace":"`+ns+`","labels":{"`+teamspace.TeamSpaceLabel+`":"`+name+`"}},`+
+		`"spec":{"limits":[{"type":"Container","defaultRequest":{"cpu":"100m"}}]}}`, "create", "-f", "-")
+	lrUID := mustKubectl(t, "", "-n", ns, "get", "limitrange", teamspace.LimitRangeName, "-o", "jsonpath={.metadata.uid}")
 
+	byNamespace := `[{"apiVersion":"v1","kind":"Namespace","name":"` + ns + `","uid":"` + nsUID + `","controller":true,"blockOwnerDeletion":true}]`
 	byTeamSpace := `[{"apiVersion":"platform.labhub.io/v1alpha1","kind":"TeamSpace","name":"` + name + `","uid":"` + tsUID + `","controller":true,"blockOwnerDeletion":true}]`
 	quota := func(qname, owners, hard string) {
 		mustKubectl(t, `{"apiVersion":"v1","kind":"ResourceQuota","metadata":{"name":"`+qname+`","namespace":"`+ns+`",`+
@@ -37,7 +42,7 @@ func TestHandOverQuotas(t *testing.T) {
 			`"spec":{"hard":`+hard+`}}`, "create", "-f", "-")
 	}
 	quota("team-quota", byTeamSpace, `{"pods":"2","requests.cpu":"1"}`)
-	quota("team-objects", byTeamSpace, `{"secrets":"10"}`)
+	quota("team-objects", byNamespace, `{"secrets":"10"}`)
 	quota("other", byTeamSpace, `{"pods":"9"}`)
 
 	run := func() string {
@@ -77,8 +82,8 @@ func TestHandOverQuotas(t *testing.T) {
 	for qname, hard := range map[string]string{"team-quota": "2", "team-objects": ""} {
 		m := get(qname)
 		refs := m.Metadata.OwnerReferences
-		if len(refs) != 1 || refs[0].Kind != "Namespace" || refs[0].Name != ns || refs[0].UID != nsUID || !refs[0].Controller {
-			t.Errorf("%s: owners %+v, want namespace %s (uid %s) as controller", qname, refs, ns, nsUID)
+		if len(refs) != 1 || refs[0].Kind != "LimitRange" || refs[0].Name != teamspace.LimitRangeName || refs[0].UID != lrUID || !refs[0].Controller {
+			t.Errorf("%s: owners %+v, want LimitRange %s (uid %s) as controller", qname, refs, teamspace.LimitRangeName, lrUID)
 		}
 		if m.Metadata.Annotations["metacontroller.k8s.io/decorator-controller"] != teamspace.QuotasControllerName {
 			t.Errorf("%s: annotations %v, want the DecoratorController's mark", qname, m.Metadata.Annotations)

@@ -556,40 +556,45 @@ func applyAsEngine(t *testing.T, objs []map[string]any) {
 }
 
 // quotasStandIn is the quotas' DecoratorController of engineStandIn: for
-// each namespace of TeamSpace name that asks for quotas, the quotas
-// teamspace.Quotas answers, applied as the engine, and its report written
-// on the namespace.
+// each namespace of TeamSpace name whose LimitRange asks for quotas, the
+// quotas teamspace.Quotas answers, applied as the engine, and its report
+// written on the LimitRange.
 func quotasStandIn(t *testing.T, name string) {
 	t.Helper()
 	var list struct {
 		Items []json.RawMessage `json:"items"`
 	}
-	out, err := kubectl(t, "", "get", "namespace", "-l", teamspace.TeamSpaceLabel+"="+name, "-o", "json")
+	out, err := kubectl(t, "", "get", "limitrange", "--all-namespaces", "-l", teamspace.TeamSpaceLabel+"="+name, "-o", "json")
 	if err != nil || json.Unmarshal([]byte(out), &list) != nil {
 		return
 	}
 	for _, item := range list.Items {
-		var ns teamspace.Object
-		if json.Unmarshal(item, &ns) != nil || ns.Metadata.Annotations[teamspace.QuotasAnnotation] == "" {
+		var lr teamspace.Object
+		if json.Unmarshal(item, &lr) != nil || lr.Metadata.Name != teamspace.LimitRangeName || lr.Metadata.Annotations[teamspace.QuotasAnnotation] == "" {
 			continue
 		}
+		ns := lr.Metadata.Namespace
 		attachments := teamspace.ObjectMap{}
 		for _, q := range []string{teamspace.QuotaName, teamspace.ObjectsQuotaName} {
-			if out, err := kubectl(t, "", "get", "resourcequota", q, "-n", ns.Metadata.Name, "-o", "json"); err == nil {
+			if out, err := kubectl(t, "", "get", "resourcequota", q, "-n", ns, "-o", "json"); err == nil {
 				var o teamspace.Object
 				if json.Unmarshal([]byte(out), &o) == nil {
-					attachments[ns.Metadata.Name+"/"+q] = &o
+					attachments[ns+"/"+q] = &o
 				}
 			}
 		}
-		resp, err := teamspace.Quotas(&teamspace.QuotasRequest{Object: &ns, Attachments: map[string]teamspace.ObjectMap{"ResourceQuota.v1": attachments}})
+		req := &teamspace.QuotasRequest{Object: &lr, Attachments: map[string]teamspace.ObjectMap{"ResourceQuota.v1": attachments}}
+		if err := req.Validate(); err != nil {
+			t.Fatalf("the hook refuses LimitRange %s/%s: %v", ns, lr.Metadata.Name, err)
+		}
+		resp, err := teamspace.Quotas(req)
 		if err != nil {
-			t.Fatalf("the hook refuses namespace %s: %v", ns.Metadata.Name, err)
+			t.Fatalf("the hook refuses LimitRange %s/%s: %v", ns, lr.Metadata.Name, err)
 		}
 		applyAsEngine(t, resp.Attachments)
 		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": resp.Annotations}})
-		if _, err := kubectl(t, "", "--as="+engineIdentity, "patch", "namespace", ns.Metadata.Name, "--type=merge", "-p", string(patch)); err != nil {
-			t.Fatalf("writing the quotas' report on %s as the engine: %v", ns.Metadata.Name, err)
+		if _, err := kubectl(t, "", "--as="+engineIdentity, "-n", ns, "patch", "limitrange", lr.Metadata.Name, "--type=merge", "-p", string(patch)); err != nil {
+			t.Fatalf("writing the quotas' report on %s/%s as the engine: %v", ns, lr.Metadata.Name, err)
 		}
 	}
 }

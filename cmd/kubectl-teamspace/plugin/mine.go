@@ -82,13 +82,19 @@ func teamSpaceRights(rules []authorizationv1.ResourceRule) rights {
 	return r
 }
 
-// ownedBy reports whether spec.owners names the user or one of groups.
+// ownedBy reports whether spec.owners names the user or one of groups,
+// as bound: a reserved owner (system:authenticated, a ServiceAccount of
+// kube-system) is bound nowhere and makes nobody an owner.
 func ownedBy(ts *unstructured.Unstructured, user string, groups []string) bool {
 	owners, _, _ := unstructured.NestedSlice(ts.Object, "spec", "owners")
 	for _, o := range owners {
 		m, _ := o.(map[string]any)
 		kind, _ := m["kind"].(string)
 		name, _ := m["name"].(string)
+		ns, _ := m["namespace"].(string)
+		if teamspace.ReservedOwner(teamspace.Owner{Kind: kind, Name: name, Namespace: ns}) {
+			continue
+		}
 		switch kind {
 		case "User":
 			if name == user {
@@ -99,7 +105,6 @@ func ownedBy(ts *unstructured.Unstructured, user string, groups []string) bool {
 				return true
 			}
 		case "ServiceAccount":
-			ns, _ := m["namespace"].(string)
 			if user == "system:serviceaccount:"+ns+":"+name {
 				return true
 			}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	goldenfile "github.com/labhub/teamspace/tests/golden"
 )
@@ -184,5 +185,38 @@ func TestLeft(t *testing.T) {
 	want := &Totals{TeamSpaces: "0", Pods: "14", CPU: "6500m", Memory: ""}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+// TestOwnedBy: the owners a user is among, as bound: a reserved owner
+// (bound nowhere) makes nobody an owner, though every user is in
+// system:authenticated.
+func TestOwnedBy(t *testing.T) {
+	ts := func(owners ...map[string]any) *unstructured.Unstructured {
+		list := []any{}
+		for _, o := range owners {
+			list = append(list, o)
+		}
+		return &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"owners": list}}}
+	}
+	groups := []string{"devs", "system:authenticated"}
+	for _, c := range []struct {
+		name  string
+		ts    *unstructured.Unstructured
+		user  string
+		owner bool
+	}{
+		{"user", ts(map[string]any{"kind": "User", "name": "ann"}), "ann", true},
+		{"another user", ts(map[string]any{"kind": "User", "name": "bob"}), "ann", false},
+		{"group", ts(map[string]any{"kind": "Group", "name": "devs"}), "ann", true},
+		{"system:authenticated", ts(map[string]any{"kind": "Group", "name": "system:authenticated"}), "ann", false},
+		{"service account", ts(map[string]any{"kind": "ServiceAccount", "namespace": "ci", "name": "deploy"}), "system:serviceaccount:ci:deploy", true},
+		{"kube-system service account", ts(map[string]any{"kind": "ServiceAccount", "namespace": "kube-system", "name": "deploy"}), "system:serviceaccount:kube-system:deploy", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := ownedBy(c.ts, c.user, groups); got != c.owner {
+				t.Errorf("ownedBy %s = %v, want %v", c.user, got, c.owner)
+			}
+		})
 	}
 }
