@@ -189,12 +189,21 @@ TS_QUOTAS_CONTROLLER=teamspace-quotas
 # TeamSpace's, is left as it is. It prints how many it handed over.
 hand_over_quotas() {
 	local list ns name kind uid n=0
+	local -A limitrange=()
+	# Every team namespace's LimitRange, in one list: its uid by namespace.
+	list=$("$@" get limitrange --all-namespaces -l platform.labhub.io/teamspace --field-selector metadata.name=team-defaults \
+		-o jsonpath='{range .items[*]}{.metadata.namespace}{" "}{.metadata.uid}{"\n"}{end}') ||
+		die "cannot list the team namespaces' LimitRanges"
+	while read -r ns uid; do
+		[[ -z $ns ]] || limitrange[$ns]=$uid
+	done <<<"$list"
 	list=$("$@" get resourcequota --all-namespaces -l platform.labhub.io/teamspace \
 		-o jsonpath='{range .items[*]}{.metadata.namespace}{" "}{.metadata.name}{" "}{.metadata.ownerReferences[?(@.controller==true)].kind}{"\n"}{end}') ||
 		die "cannot list the team namespaces' quotas"
 	while read -r ns name kind; do
 		[[ ($kind == TeamSpace || $kind == Namespace) && ($name == team-quota || $name == team-objects) ]] || continue
-		uid=$("$@" get limitrange team-defaults -n "$ns" -o jsonpath='{.metadata.uid}' 2>/dev/null) || continue
+		uid=${limitrange[$ns]:-}
+		[[ -n $uid ]] || continue
 		"$@" patch resourcequota "$name" -n "$ns" --type=json -p "[
 			{\"op\":\"replace\",\"path\":\"/metadata/ownerReferences\",\"value\":[{\"apiVersion\":\"v1\",\"kind\":\"LimitRange\",\"name\":\"team-defaults\",\"uid\":\"$uid\",\"controller\":true,\"blockOwnerDeletion\":true}]},
 			{\"op\":\"add\",\"path\":\"/metadata/annotations/metacontroller.k8s.io~1decorator-controller\",\"value\":\"$TS_QUOTAS_CONTROLLER\"}]" >/dev/null ||

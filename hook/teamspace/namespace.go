@@ -82,7 +82,15 @@ var namespaceType = &childType{
 	},
 	// Not QuotasAnnotation: the LimitRange carries it (quotas.go). One
 	// answered here by an earlier version is removed by the engine.
-	content: func(obj object) object { return namespaceContent(obj, ownedNamespaceAnnotations) },
+	content: func(obj object) object {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Labels: owned(obj.GetLabels(), ownedNamespaceLabels)}}
+		// Annotations only when there are some: a namespace without them
+		// compares (and is kept) as it always was.
+		if a := owned(obj.GetAnnotations(), ownedNamespaceAnnotations); len(a) > 0 {
+			ns.Annotations = a
+		}
+		return ns
+	},
 	outOfDateMessage: func(ref string, observed, desired object) string {
 		msg := fmt.Sprintf("namespace %s has labels %s, updating to %s", ref, describeLabels(observed.GetLabels()), describeLabels(desired.GetLabels()))
 		if o, d := describeAnnotations(observed.GetAnnotations()), describeAnnotations(desired.GetAnnotations()); o != d {
@@ -95,17 +103,6 @@ var namespaceType = &childType{
 	ready: func(u *unit) string {
 		return fmt.Sprintf("namespace %s is Active (pod security %s)", u.namespace, u.spec.PodSecurity)
 	},
-}
-
-// namespaceContent is a namespace reduced to the labels the hook owns and
-// the annotations of keys. Annotations only when there are some: a
-// namespace without them compares (and is kept) as it always was.
-func namespaceContent(obj object, keys []string) object {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Labels: owned(obj.GetLabels(), ownedNamespaceLabels)}}
-	if a := owned(obj.GetAnnotations(), keys); len(a) > 0 {
-		ns.Annotations = a
-	}
-	return ns
 }
 
 func namespaceEnforcing(level string) *corev1.Namespace {

@@ -52,7 +52,7 @@ func (r *Request) namespaceStatuses(all, unasked []*unit, conflicts map[*unit]st
 		}
 		if r.quotasViaDecorator() {
 			// As the DecoratorController reports it (quotas.go).
-			if c := r.Children[quotasCarrier.key][quotasCarrier.ref(u)]; c != nil {
+			if c := r.carrier(u); c != nil {
 				s.Message = c.Metadata.Annotations[OverShareAnnotation]
 			}
 		} else if quota := r.observed(quotaType, u); quota != nil {

@@ -140,12 +140,17 @@ func (r *Request) quotasViaDecorator() bool {
 // DecoratorController, and its report of them (quotas.go): the LimitRange.
 var quotasCarrier = limitRangeType
 
+// carrier is unit u's observed quotas carrier, nil if none.
+func (r *Request) carrier(u *unit) *Object {
+	return r.Children[quotasCarrier.key][quotasCarrier.ref(u)]
+}
+
 // reportedQuota is the quota of type t in unit u as the DecoratorController
 // reports it on the observed carrier (QuotasObservedAnnotation): its
 // name, namespace, the TeamSpace label and spec.hard; nil when the
 // carrier is not observed or the report has no such quota.
 func (r *Request) reportedQuota(t *childType, u *unit) *Object {
-	carrier := r.Children[quotasCarrier.key][quotasCarrier.ref(u)]
+	carrier := r.carrier(u)
 	if carrier == nil {
 		return nil
 	}

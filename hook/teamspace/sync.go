@@ -209,16 +209,12 @@ func (r *Request) creating(answered []*unit, wanted []wantedChild) (string, bool
 		}
 	}
 	inside := map[*unit][]string{}
-	viaDecorator := r.quotasViaDecorator()
 	for _, c := range wanted {
 		switch {
 		case c.t == namespaceType && c.observed != nil && !c.t.matches(c.desired, c.observed):
 			return "", false // NamespaceOutOfDate says which labels differ
 		case !c.t.namespaced:
-		case c.observed != nil && !(c.t.viaDecorator && viaDecorator):
-			// Quotas made by the DecoratorController as soon as the
-			// namespace exists may be there before the sync that asks for
-			// the rest: still being created, one status write.
+		case c.observed != nil:
 			return "", false
 		default:
 			inside[c.u] = append(inside[c.u], c.t.kind+" "+c.t.name(c.u))
