@@ -27,7 +27,7 @@ import (
 // holds before: an input). Every request is sent twice, to two handlers: the
 // answers must be byte-identical and the archive unchanged by the second call.
 func TestGolden(t *testing.T) {
-	for _, hook := range []string{"sync", "finalize", "customize", "quotas"} {
+	for _, hook := range []string{"sync", "finalize", "customize", "quotas", "templates", "templates-customize"} {
 		cases := golden.Cases(t, "testdata", hook)
 		if len(cases) == 0 {
 			t.Fatalf("no %s cases", hook)
@@ -47,11 +47,12 @@ func runCase(t *testing.T, hook, dir string) {
 	before := readDir(t, archiveDir)
 	h := newHandler(t, archiveDir)
 
-	code, first := post(t, h, "/"+hook, body)
+	path := "/" + strings.ReplaceAll(hook, "-", "/") // templates-customize: /templates/customize
+	code, first := post(t, h, path, body)
 	afterFirst := readDir(t, archiveDir)
 	// A second handler, so that the sync answer cache cannot hide an answer
 	// that depends on anything but the request.
-	code2, second := post(t, newHandler(t, archiveDir), "/"+hook, body)
+	code2, second := post(t, newHandler(t, archiveDir), path, body)
 	if code != code2 || !bytes.Equal(first, second) {
 		t.Errorf("the same request gave different answers:\n%d %s\n%d %s", code, first, code2, second)
 	}

@@ -312,13 +312,14 @@ healthy() {
 healthy teamspace-hook "http://$HOOK_ADDRESS/healthz"
 healthy metacontroller "http://$METACONTROLLER_HEALTH_ADDRESS/healthz"
 
-# Last: the CompositeController and the quotas' DecoratorController, their
+# Last: the CompositeController and the DecoratorControllers (the quotas',
+# the templates' bundle), their
 # hook URLs at this install's hook, kept as applied in $confdir (what the
 # walkthrough on a node re-applies); then the quotas made before the
 # DecoratorController are handed over to it (hand-over-quotas.sh).
 compositecontroller_at "http://$HOOK_ADDRESS" >"$tmp/compositecontroller.yaml"
 install -m 0644 "$tmp/compositecontroller.yaml" "$confdir/compositecontroller.yaml"
-say "applying the CompositeController and the DecoratorController (hook at http://$HOOK_ADDRESS)"
+say "applying the CompositeController and the DecoratorControllers (hook at http://$HOOK_ADDRESS)"
 apply -f "$confdir/compositecontroller.yaml" >&2
 handed=$(hand_over_quotas kc)
 ((handed == 0)) || say "handed $handed quota(s) made before it over to DecoratorController $TS_QUOTAS_CONTROLLER"

@@ -173,6 +173,10 @@ none_start() {
 # TS_QUOTAS_CONTROLLER is the DecoratorController of the team namespaces'
 # quotas (compositecontroller.yaml).
 TS_QUOTAS_CONTROLLER=teamspace-quotas
+# TS_TEMPLATES_CONTROLLER is the DecoratorController of the templates'
+# bundle (compositecontroller.yaml); its Secret goes with the
+# CompositeController, its owner.
+TS_TEMPLATES_CONTROLLER=teamspace-templates
 
 # hand_over_quotas KUBECTL...: hands every quota made before the
 # DecoratorController teamspace-quotas had the LimitRange as its parent

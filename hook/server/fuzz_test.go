@@ -16,15 +16,15 @@ import (
 )
 
 // FuzzHooks feeds arbitrary bodies, seeded with every golden request, to the
-// three hooks through the real handler. It must never panic, every refusal
+// hooks through the real handler. It must never panic, every refusal
 // must be a JSON 4xx, and every 200 must hold only children the API server
 // would accept: DNS-label names, the quota's namespace set, quantities that
 // parse. Run longer with: go test ./hook/server -run '^$' -fuzz FuzzHooks
 func FuzzHooks(f *testing.F) {
-	paths := []string{"/sync", "/finalize", "/customize", "/quotas"}
+	paths := []string{"/sync", "/finalize", "/customize", "/quotas", "/templates", "/templates/customize"}
 	seeded := 0
 	// Each case seeds the hook it was written for (which picks the path).
-	for i, hook := range []string{"sync", "finalize", "customize", "quotas"} {
+	for i, hook := range []string{"sync", "finalize", "customize", "quotas", "templates", "templates-customize"} {
 		for _, dir := range golden.Cases(f, testdata, hook) {
 			f.Add(uint8(i), golden.Request(f, testdata, dir))
 			seeded++
@@ -52,9 +52,9 @@ func FuzzHooks(f *testing.F) {
 			t.Fatalf("%s answered %d: %s", path, rec.Code, rec.Body.Bytes())
 		}
 		switch path {
-		case "/customize":
+		case "/customize", "/templates/customize":
 			return
-		case "/quotas":
+		case "/quotas", "/templates":
 			// The DecoratorController's answer: its attachments are
 			// children as the engine applies them.
 			var resp map[string]json.RawMessage

@@ -66,6 +66,9 @@ func New(cfg Config) *Handler {
 	r.Handle("/customize", h.hook("customize", teamSpaceHook(h.customize), h.newAnswerCache("customize"))).Methods(http.MethodPost)
 	// The DecoratorController of the team namespaces' quotas: pure too.
 	r.Handle("/quotas", h.hook("quotas", quotas, h.newAnswerCache("quotas"))).Methods(http.MethodPost)
+	// The DecoratorController of the templates' bundle: pure too.
+	r.Handle("/templates", h.hook("templates", templates, h.newAnswerCache("templates"))).Methods(http.MethodPost)
+	r.Handle("/templates/customize", h.hook("templates-customize", templatesCustomize, h.newAnswerCache("templates-customize"))).Methods(http.MethodPost)
 	r.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok\n"))
@@ -76,7 +79,7 @@ func New(cfg Config) *Handler {
 		writeError(w, http.StatusMethodNotAllowed, "MethodNotAllowed", req.Method+" is not allowed on "+req.URL.Path)
 	})
 	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		writeError(w, http.StatusNotFound, "NotFound", "no such endpoint "+req.URL.Path+"; the hook serves POST /sync, /finalize, /customize and /quotas")
+		writeError(w, http.StatusNotFound, "NotFound", "no such endpoint "+req.URL.Path+"; the hook serves POST /sync, /finalize, /customize, /quotas, /templates and /templates/customize")
 	})
 	h.router = r
 	return h
@@ -127,6 +130,52 @@ func quotas(_ context.Context, body []byte) (*parentID, any, *hookError) {
 		return who, nil, requestError(err)
 	}
 	return who, resp, nil
+}
+
+// templates is the endpoint of the DecoratorController of the templates'
+// bundle (teamspace.Templates); the CompositeController is who it is for.
+func templates(_ context.Context, body []byte) (*parentID, any, *hookError) {
+	req, who, herr := decodeTemplates(body)
+	if herr != nil {
+		return who, nil, herr
+	}
+	if err := req.Validate(); err != nil {
+		return who, nil, requestError(err)
+	}
+	resp, err := teamspace.Templates(req)
+	if err != nil {
+		return who, nil, requestError(err)
+	}
+	return who, resp, nil
+}
+
+// templatesCustomize is that DecoratorController's customize hook.
+func templatesCustomize(_ context.Context, body []byte) (*parentID, any, *hookError) {
+	req, who, herr := decodeTemplates(body)
+	if herr != nil {
+		return who, nil, herr
+	}
+	return who, teamspace.TemplatesCustomize(req), nil
+}
+
+// decodeTemplates reads a request of the templates' DecoratorController:
+// the parent is "object" in a sync request, "parent" in a customize one.
+func decodeTemplates(body []byte) (*teamspace.TemplatesRequest, *parentID, *hookError) {
+	var req struct {
+		teamspace.TemplatesRequest
+		Parent *teamspace.Object `json:"parent"`
+	}
+	if err := decodeInto(body, &req); err != nil {
+		return nil, nil, &hookError{http.StatusBadRequest, "InvalidJSON", err.Error()}
+	}
+	if req.Object == nil {
+		req.Object = req.Parent
+	}
+	var who *parentID
+	if req.Object != nil {
+		who = &parentID{Name: req.Object.Metadata.Name, UID: string(req.Object.Metadata.UID)}
+	}
+	return &req.TemplatesRequest, who, nil
 }
 
 // requestError is a refusal of a request the hook cannot answer (400).

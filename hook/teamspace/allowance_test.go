@@ -195,8 +195,8 @@ func kindsOf(resp *Response) []string {
 func TestCustomizeAllowance(t *testing.T) {
 	r := allowanceRequest(`{"pods": 1}`, nil, nil)
 	rules := Customize(r).RelatedResources
-	if len(rules) != 4+len(copyKinds) {
-		t.Fatalf("counted: %d rules, want %d: %+v", len(rules), 4+len(copyKinds), rules)
+	if len(rules) != 5 {
+		t.Fatalf("counted: %d rules, want 5 (the last the templates' bundle): %+v", len(rules), rules)
 	}
 	if got := rules[2]; got.Resource != "configmaps" || got.Namespace != LimitsNamespace || len(got.Names) != 1 || got.Names[0] != LimitsName {
 		t.Errorf("rule 2 = %+v, want the limits ConfigMap by namespace and name", got)
@@ -205,7 +205,7 @@ func TestCustomizeAllowance(t *testing.T) {
 		t.Errorf("rule 3 = %+v, want teamspaces by label %s=alice", got, RequesterLabel)
 	}
 	delete(r.Parent.Metadata.Labels, RequesterLabel)
-	if rules := Customize(r).RelatedResources; len(rules) != 2+len(copyKinds) {
-		t.Errorf("not counted: %d rules, want %d", len(rules), 2+len(copyKinds))
+	if rules := Customize(r).RelatedResources; len(rules) != 3 {
+		t.Errorf("not counted: %d rules, want 3", len(rules))
 	}
 }

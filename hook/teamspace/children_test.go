@@ -28,34 +28,57 @@ func TestChildTypesAreDeclared(t *testing.T) {
 		APIVersion string `json:"apiVersion"`
 		Resource   string `json:"resource"`
 	}
-	var cc, dc struct {
+	type hook struct {
+		Webhook struct {
+			URL string `json:"url"`
+		} `json:"webhook"`
+	}
+	var cc, dc, tc struct {
 		Kind     string `json:"kind"`
 		Metadata struct {
-			Name string `json:"name"`
+			Name   string            `json:"name"`
+			Labels map[string]string `json:"labels"`
 		} `json:"metadata"`
 		Spec struct {
+			Resources []struct {
+				resource
+				LabelSelector struct {
+					MatchLabels map[string]string `json:"matchLabels"`
+				} `json:"labelSelector"`
+			} `json:"resources"`
 			ChildResources []resource `json:"childResources"`
 			Attachments    []resource `json:"attachments"`
 			Hooks          struct {
-				Sync struct {
-					Webhook struct {
-						URL string `json:"url"`
-					} `json:"webhook"`
-				} `json:"sync"`
+				Customize hook `json:"customize"`
+				Sync      hook `json:"sync"`
 			} `json:"hooks"`
 		} `json:"spec"`
 	}
 	docs := strings.Split(string(raw), "\n---\n")
-	if len(docs) != 2 {
-		t.Fatalf("compositecontroller.yaml holds %d documents, want the CompositeController and the DecoratorController", len(docs))
+	if len(docs) != 3 {
+		t.Fatalf("compositecontroller.yaml holds %d documents, want the CompositeController and the DecoratorControllers of the quotas and the templates", len(docs))
 	}
-	for i, into := range []any{&cc, &dc} {
+	for i, into := range []any{&cc, &dc, &tc} {
 		if err := yaml.Unmarshal([]byte(docs[i]), into); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if dc.Kind != "DecoratorController" || dc.Metadata.Name != QuotasControllerName || !strings.HasSuffix(dc.Spec.Hooks.Sync.Webhook.URL, "/quotas") {
 		t.Errorf("the second document is %s %s calling %s, want DecoratorController %s calling /quotas", dc.Kind, dc.Metadata.Name, dc.Spec.Hooks.Sync.Webhook.URL, QuotasControllerName)
+	}
+	// The templates' bundle: its DecoratorController selects the
+	// CompositeController above by its label, and attaches Secrets.
+	if tc.Kind != "DecoratorController" || tc.Metadata.Name != TemplatesControllerName ||
+		!strings.HasSuffix(tc.Spec.Hooks.Sync.Webhook.URL, "/templates") || !strings.HasSuffix(tc.Spec.Hooks.Customize.Webhook.URL, "/templates/customize") {
+		t.Errorf("the third document is %s %s calling %s and %s, want DecoratorController %s calling /templates and /templates/customize",
+			tc.Kind, tc.Metadata.Name, tc.Spec.Hooks.Sync.Webhook.URL, tc.Spec.Hooks.Customize.Webhook.URL, TemplatesControllerName)
+	}
+	if cc.Metadata.Name != ControllerName || cc.Metadata.Labels[TemplatesBundleLabel] != "true" || len(tc.Spec.Resources) != 1 ||
+		tc.Spec.Resources[0].Resource != "compositecontrollers" || tc.Spec.Resources[0].LabelSelector.MatchLabels[TemplatesBundleLabel] != "true" {
+		t.Errorf("%s's parent: %+v, want the CompositeController %s by its label %s=true", TemplatesControllerName, tc.Spec.Resources, ControllerName, TemplatesBundleLabel)
+	}
+	if len(tc.Spec.Attachments) != 1 || tc.Spec.Attachments[0] != (resource{"v1", bundleKind.resource}) {
+		t.Errorf("%s's attachments %v, want the Secret alone", TemplatesControllerName, tc.Spec.Attachments)
 	}
 	type decl struct{ APIVersion, Resource string }
 	var declared, registered, attached, viaDecorator []decl

@@ -9,7 +9,6 @@ import (
 	"github.com/labhub/teamspace/hook/api/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 )
 
@@ -137,28 +136,14 @@ type template struct {
 
 func (t *template) String() string { return t.kind.kind + " " + t.obj.Metadata.Name }
 
-// templates are the templates the engine shows as related objects, in
-// kind and name order: only those in TemplatesNamespace labelled
-// TemplateLabel=true (a related object is that already; a request from
-// elsewhere is not trusted to be).
-func (r *Request) templates() []*template {
-	var out []*template
-	for _, k := range copyKinds {
-		objs := r.Related[k.key]
-		for _, key := range sortedKeys(objs) {
-			o := objs[key]
-			if o == nil || o.Metadata.Namespace != TemplatesNamespace || o.Metadata.Labels[TemplateLabel] != "true" || o.Metadata.DeletionTimestamp != nil {
-				continue
-			}
-			t := &template{kind: k, obj: o}
-			t.selector, t.err = labels.Parse(o.Metadata.Annotations[TemplateSelectorAnnotation])
-			if t.err != nil {
-				t.selector = nil
-			}
-			out = append(out, t)
-		}
+// parseSelector parses a template's TemplateSelectorAnnotation: nil and
+// why when it does not parse.
+func parseSelector(s string) (labels.Selector, error) {
+	sel, err := labels.Parse(s)
+	if err != nil {
+		return nil, err
 	}
-	return out
+	return sel, nil
 }
 
 // selected are the templates that select this TeamSpace by its labels.
@@ -343,6 +328,16 @@ func invalidTemplates(all []*template) []TemplateStatus {
 // the requester over the allowance, the archive pending or the namespace
 // no longer asked for, nothing in a namespace is deleted.
 func (r *Request) keepCopies(resp *Response, u *unit) {
+	for _, t := range r.keptTemplates(u) {
+		resp.Children = append(resp.Children, copyOf(t, u))
+	}
+}
+
+// keptTemplates are the copies observed in unit u's namespace as the
+// templates they were made of (their content as the engine last applied
+// it), in kind and name order: what keeps them as they are.
+func (r *Request) keptTemplates(u *unit) []*template {
+	var out []*template
 	prefix := u.namespace + "/"
 	for _, k := range copyKinds {
 		objs := r.Children[k.key]
@@ -357,14 +352,12 @@ func (r *Request) keepCopies(resp *Response, u *unit) {
 			if last := lastAppliedObject(o); last != nil {
 				source = last
 			}
-			t := &template{kind: k, obj: &Object{Metadata: Meta{Name: name, Labels: source.Metadata.Labels}}}
-			c := copyOf(t, u)
-			for f, v := range k.content(source) {
-				c[f] = v
-			}
-			resp.Children = append(resp.Children, c)
+			kept := *source
+			kept.Metadata = Meta{Name: name, Labels: source.Metadata.Labels}
+			out = append(out, &template{kind: k, obj: &kept})
 		}
 	}
+	return out
 }
 
 // lastAppliedObject is the object the engine last applied (its
@@ -379,21 +372,6 @@ func lastAppliedObject(o *Object) *Object {
 		return nil
 	}
 	return &applied
-}
-
-// templateRules are the related objects Customize asks for: the
-// templates of every copied kind.
-func templateRules() []RelatedResourceRule {
-	var out []RelatedResourceRule
-	for _, k := range copyKinds {
-		out = append(out, RelatedResourceRule{
-			APIVersion:    k.apiVersion,
-			Resource:      k.resource,
-			Namespace:     TemplatesNamespace,
-			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{TemplateLabel: "true"}},
-		})
-	}
-	return out
 }
 
 // copyKeys are the engine keys of the copied kinds the registry does not

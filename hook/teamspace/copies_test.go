@@ -35,16 +35,51 @@ func copyKindOf(t *testing.T, kind string) *copyKind {
 	return nil
 }
 
-// withTemplates adds templates to r's related objects.
+// withTemplates adds templates to r's bundle, made as the bundle's
+// DecoratorController makes it (Templates).
 func withTemplates(t *testing.T, r *Request, templates ...*Object) *Request {
-	for _, o := range templates {
+	t.Helper()
+	related := map[string]ObjectMap{}
+	add := func(o *Object) {
 		k := copyKindOf(t, o.Kind)
-		if r.Related[k.key] == nil {
-			r.Related[k.key] = ObjectMap{}
+		if related[k.key] == nil {
+			related[k.key] = ObjectMap{}
 		}
-		r.Related[k.key][TemplatesNamespace+"/"+o.Metadata.Name] = o
+		related[k.key][TemplatesNamespace+"/"+o.Metadata.Name] = o
 	}
+	if before, ok := r.bundleTemplates(); ok {
+		for _, tm := range before {
+			add(tm.obj)
+		}
+	}
+	for _, o := range templates {
+		add(o)
+	}
+	r.Related[bundleKind.key] = ObjectMap{TemplatesNamespace + "/" + TemplatesBundleName: bundleObject(t, related)}
 	return r
+}
+
+// bundleObject is the bundle of the templates among related, as the
+// engine would show it.
+func bundleObject(t *testing.T, related map[string]ObjectMap) *Object {
+	t.Helper()
+	resp, err := Templates(&TemplatesRequest{Object: controllerObject(), Related: related})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := json.Marshal(resp.Attachments[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := &Object{}
+	if err := json.Unmarshal(raw, o); err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+func controllerObject() *Object {
+	return &Object{APIVersion: "metacontroller.k8s.io/v1alpha1", Kind: "CompositeController", Metadata: Meta{Name: ControllerName}}
 }
 
 // withChild adds an observed child under the engine's key.
@@ -152,10 +187,22 @@ func TestCopiesRoundTrip(t *testing.T) {
 				t.Errorf("copy kept while the spec is invalid (-want +got):\n%s", diff)
 			}
 
-			gone := request(spec, nil, steady...)
+			gone := withTemplates(t, request(spec, nil, steady...))
 			withChild(gone, copyKindOf(t, c.kind).key, observed)
 			if got := copiesIn(Sync(gone)); len(got) != 0 {
 				t.Errorf("copies answered without a template: %v, want none (the engine deletes it)", got)
+			}
+
+			// No bundle at all (its DecoratorController late or gone):
+			// the copy stays as it is.
+			unknown := request(spec, nil, steady...)
+			withChild(unknown, copyKindOf(t, c.kind).key, observed)
+			kept := Sync(unknown)
+			if diff := cmp.Diff(copies, copiesIn(kept)); diff != "" {
+				t.Errorf("copy kept without a bundle (-want +got):\n%s", diff)
+			}
+			if hard := objects(kept); hard["configmaps"] != wantCM || hard["secrets"] != wantSecrets {
+				t.Errorf("team-objects without a bundle %v, want configmaps=%s secrets=%s (the copies kept still counted)", hard, wantCM, wantSecrets)
 			}
 		})
 	}
@@ -235,6 +282,8 @@ func TestCopiesCountsAsked(t *testing.T) {
 			r := request(spec, nil, namespace(), quota(hard("4", "500m")), objects(c.observedCM), limitRange("125m"), networkPolicy(isolated))
 			if c.template {
 				withTemplates(t, r, tmpl)
+			} else {
+				withTemplates(t, r)
 			}
 			if c.copyThere {
 				withChild(r, "ConfigMap.v1", copyOfCA(t))

@@ -17,7 +17,7 @@ import (
 // limits ConfigMap and the TeamSpaces of the same label, for the
 // requester's allowance (allowance.go); the engine then re-syncs it when
 // any of them changes. Every TeamSpace sees the platform's templates
-// (copies.go), and is re-synced when one changes.
+// through their bundle (bundle.go), and is re-synced when it changes.
 func Customize(r *Request) *CustomizeResponse {
 	name := r.Parent.Metadata.Name
 	rules := []RelatedResourceRule{{
@@ -41,7 +41,7 @@ func Customize(r *Request) *CustomizeResponse {
 			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{RequesterLabel: label}},
 		})
 	}
-	rules = append(rules, templateRules()...)
+	rules = append(rules, bundleRule())
 	return &CustomizeResponse{RelatedResources: rules}
 }
 

@@ -59,10 +59,16 @@ func syncWith(r *Request, blocked error) *Response {
 	// The platform's templates that select the TeamSpace, copied into
 	// each of its namespaces (copies.go); before anything is answered,
 	// since they raise team-objects' counts.
-	templates := r.templates()
+	// Without the templates (their bundle missing), each namespace keeps
+	// the copies it has, as they are (bundle.go).
+	templates, known := r.bundleTemplates()
 	selected := r.selected(templates)
 	for _, u := range all {
-		u.copies, u.taken = unitCopies(selected, u)
+		if known {
+			u.copies, u.taken = unitCopies(selected, u)
+		} else {
+			u.copies = r.keptTemplates(u)
+		}
 		u.copiesSeen = r.copiesSeen(u)
 	}
 	copyStatus := invalidTemplates(templates)

@@ -133,8 +133,8 @@ func TestTemplateSelectorGrammar(t *testing.T) {
 
 // TestEngineWritesOnlyCopies: the engine's RBAC lets it write every
 // ConfigMap and Secret; teamspace-engine-copies holds it to its copies in
-// team namespaces (the TeamSpace label on the namespace and the object).
-// A platform admin with every right is not held.
+// team namespaces (the TeamSpace label on the namespace and the object),
+// and the templates' bundle. A platform admin with every right is not held.
 func TestEngineWritesOnlyCopies(t *testing.T) {
 	parallel(t)
 	installTemplatesPolicy(t)
@@ -164,6 +164,14 @@ func TestEngineWritesOnlyCopies(t *testing.T) {
 			t.Errorf("a platform admin is held by teamspace-engine-copies: %v", err)
 		}
 	}
+	// The one exception: the templates' bundle, a Secret of that name in
+	// teamspace-system, and nothing else of that name.
+	bundle := fmt.Sprintf(`{"apiVersion":"v1","kind":"Secret","metadata":{"name":%q},"data":{}}`, teamspace.TemplatesBundleName)
+	if err := dryRunCreate(t, engine, teamspace.TemplatesNamespace, bundle); err != nil {
+		t.Errorf("the engine's templates' bundle: %v, want admitted", err)
+	}
+	wantRefusedBy(t, "the engine's bundle in kube-system", dryRunCreate(t, engine, "kube-system", bundle), "teamspace-engine-copies", "only as its copies in team namespaces")
+	wantRefusedBy(t, "the engine's ConfigMap named as the bundle", dryRunCreate(t, engine, teamspace.TemplatesNamespace, plain("ConfigMap", teamspace.TemplatesBundleName)), "teamspace-engine-copies", "only as its copies in team namespaces")
 	// A Secret the team made is not the engine's to change or delete.
 	mustKubectl(t, "", "-n", c.ns, "create", "secret", "generic", "teams-own", "--from-literal=a=b")
 	_, err := kubectl(t, "", append(engine, "-n", c.ns, "delete", "secret", "teams-own", "--dry-run=server")...)

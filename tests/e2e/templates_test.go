@@ -147,6 +147,30 @@ func stepTemplates(t *testing.T, w *walk) {
 	w.poll(t, "the changed CA in every team namespace", everywhere(func(n string) bool { return caIn(n, "second") }))
 	changedIn := time.Since(changed)
 
+	// The templates' bundle (issue #55), the one object every TeamSpace
+	// reads them from, deleted by hand: it comes back, and no copy went
+	// meanwhile (the same object, not one made again).
+	before, err := w.kube.CoreV1().ConfigMaps(ns).Get(w.ctx, ca.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := secrets.Get(w.ctx, teamspace.TemplatesBundleName, metav1.GetOptions{}); err != nil || len(b.OwnerReferences) != 1 || b.OwnerReferences[0].Kind != "CompositeController" {
+		t.Fatalf("the templates' bundle: %v, want Secret %s/%s owned by the CompositeController", err, teamspace.TemplatesNamespace, teamspace.TemplatesBundleName)
+	}
+	if err := secrets.Delete(w.ctx, teamspace.TemplatesBundleName, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	w.poll(t, "the templates' bundle back", func() bool {
+		b, err := secrets.Get(w.ctx, teamspace.TemplatesBundleName, metav1.GetOptions{})
+		return err == nil && strings.Contains(string(b.Data[teamspace.TemplatesBundleKey]), `"second"`)
+	})
+	w.poll(t, name+" Ready with the bundle back", func() bool { return w.ready(name) })
+	if after, err := w.kube.CoreV1().ConfigMaps(ns).Get(w.ctx, ca.Name, metav1.GetOptions{}); err != nil {
+		t.Errorf("the CA copy in %s after the bundle was deleted: %v", ns, err)
+	} else if after.UID != before.UID {
+		t.Errorf("the CA copy in %s was made again (uid %s, before %s) while the bundle was deleted, want it kept", ns, after.UID, before.UID)
+	}
+
 	// The owner can change or delete no copy; the platform's deletion is undone.
 	_, editErr := ann.CoreV1().ConfigMaps(ns).Patch(w.ctx, ca.Name, types.MergePatchType, []byte(`{"data":{"ca.crt":"mine"}}`), metav1.PatchOptions{})
 	deleteErr := ann.CoreV1().Secrets(ns).Delete(w.ctx, pull.Name, metav1.DeleteOptions{})

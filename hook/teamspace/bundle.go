@@ -1,0 +1,258 @@
+package teamspace
+
+import (
+	"encoding/base64"
+	"encoding/json"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// The templates reach every TeamSpace as one object (issue #55): Secret
+// teamspace-system/teamspace-templates, the bundle, which a
+// DecoratorController (teamspace-templates in compositecontroller.yaml)
+// writes from the templates and every TeamSpace asks for by name.
+//
+// Why not the templates themselves: the engine matches every change of an
+// object of a kind some rule asks for against every TeamSpace's related
+// rules (O(TeamSpaces × rules) per event). Four rules of templates, one
+// per copied kind, made every NetworkPolicy, RoleBinding and ConfigMap a
+// fleet creates (team-isolation, team-owners, kube-root-ca.crt) cost a
+// pass over every TeamSpace's six rules: most of the engine's CPU while
+// 2000 TeamSpaces are created (BENCHMARKS.md §5 "#55"). The bundle's
+// DecoratorController has one parent, the CompositeController teamspace,
+// so its four rules cost one match per event; every TeamSpace asks for one
+// Secret by name.
+//
+// The TeamSpace's sync reads the templates from the bundle when the
+// engine shows it. A request with the four rules' keys (an engine that
+// still holds an older customize answer) is read as before; and a bundle
+// that is missing or does not decode keeps every copy as it is: nothing in
+// a team namespace is deleted because the bundle is late.
+const (
+	// TemplatesBundleName is the bundle, in TemplatesNamespace.
+	TemplatesBundleName = "teamspace-templates"
+	// TemplatesBundleKey is the bundle's data key: the templates as JSON.
+	TemplatesBundleKey = "templates.json"
+	// TemplatesControllerName is the DecoratorController that writes the
+	// bundle.
+	TemplatesControllerName = "teamspace-templates"
+	// TemplatesBundleLabel marks the CompositeController that is the
+	// bundle's parent (the DecoratorController selects it by this label).
+	TemplatesBundleLabel = Group + "/templates-bundle"
+	// ControllerName is the CompositeController of TeamSpaces.
+	ControllerName = "teamspace"
+	// MaxBundleBytes is the most the templates may take together: what a
+	// Secret holds (1 MiB of data).
+	MaxBundleBytes = 1 << 20
+)
+
+// bundled is one template in the bundle: what a copy is made of (copyOf)
+// and what selects the TeamSpaces it goes to.
+type bundled struct {
+	APIVersion string            `json:"apiVersion"`
+	Kind       string            `json:"kind"`
+	Name       string            `json:"name"`
+	Labels     map[string]string `json:"labels,omitempty"`
+	// Selector is the template's TemplateSelectorAnnotation, unparsed:
+	// each TeamSpace parses it and says so when it does not parse.
+	Selector   string            `json:"selector,omitempty"`
+	Data       map[string]string `json:"data,omitempty"`
+	BinaryData map[string]string `json:"binaryData,omitempty"`
+	Type       string            `json:"type,omitempty"`
+	Spec       json.RawMessage   `json:"spec,omitempty"`
+	RoleRef    json.RawMessage   `json:"roleRef,omitempty"`
+	Subjects   json.RawMessage   `json:"subjects,omitempty"`
+}
+
+// bundleRule is the related object a TeamSpace's Customize asks for in
+// place of the templates.
+func bundleRule() RelatedResourceRule {
+	return RelatedResourceRule{APIVersion: "v1", Resource: "secrets", Namespace: TemplatesNamespace, Names: []string{TemplatesBundleName}}
+}
+
+// templatesIn are the templates among related objects, in kind and name
+// order: only those in TemplatesNamespace labelled TemplateLabel=true (a
+// related object is that already; a request from elsewhere is not trusted
+// to be).
+func templatesIn(related map[string]ObjectMap) []*template {
+	var out []*template
+	for _, k := range copyKinds {
+		objs := related[k.key]
+		for _, key := range sortedKeys(objs) {
+			o := objs[key]
+			if o == nil || o.Metadata.Namespace != TemplatesNamespace || o.Metadata.Labels[TemplateLabel] != "true" || o.Metadata.DeletionTimestamp != nil {
+				continue
+			}
+			out = append(out, newTemplate(k, o))
+		}
+	}
+	return out
+}
+
+func newTemplate(k *copyKind, o *Object) *template {
+	t := &template{kind: k, obj: o}
+	t.selector, t.err = parseSelector(o.Metadata.Annotations[TemplateSelectorAnnotation])
+	return t
+}
+
+// encodeBundle is the bundle's content for templates.
+func encodeBundle(templates []*template) ([]byte, error) {
+	entries := make([]bundled, 0, len(templates))
+	for _, t := range templates {
+		o := t.obj
+		entries = append(entries, bundled{
+			APIVersion: t.kind.apiVersion, Kind: t.kind.kind, Name: o.Metadata.Name,
+			Labels: o.Metadata.Labels, Selector: o.Metadata.Annotations[TemplateSelectorAnnotation],
+			Data: o.Data, BinaryData: o.BinaryData, Type: o.Type,
+			Spec: o.Spec, RoleRef: o.RoleRef, Subjects: o.Subjects,
+		})
+	}
+	return json.Marshal(entries)
+}
+
+// decodeBundle reads the templates out of the bundle the engine shows:
+// ok is false when there is none or it does not decode (the copies are
+// then kept as they are). An entry of a kind not copied is skipped.
+func decodeBundle(o *Object) (templates []*template, ok bool) {
+	if o == nil || o.Metadata.DeletionTimestamp != nil {
+		return nil, false
+	}
+	raw, err := base64.StdEncoding.DecodeString(o.Data[TemplatesBundleKey])
+	if err != nil {
+		return nil, false
+	}
+	var entries []bundled
+	if json.Unmarshal(raw, &entries) != nil || entries == nil {
+		return nil, false
+	}
+	for _, e := range entries {
+		k := copyKindFor(e.APIVersion, e.Kind)
+		if k == nil || e.Name == "" {
+			continue
+		}
+		obj := &Object{APIVersion: e.APIVersion, Kind: e.Kind,
+			Metadata: Meta{Name: e.Name, Namespace: TemplatesNamespace, Labels: e.Labels},
+			Data:     e.Data, BinaryData: e.BinaryData, Type: e.Type,
+			Spec: e.Spec, RoleRef: e.RoleRef, Subjects: e.Subjects}
+		if e.Selector != "" {
+			obj.Metadata.Annotations = map[string]string{TemplateSelectorAnnotation: e.Selector}
+		}
+		templates = append(templates, newTemplate(k, obj))
+	}
+	return templates, true
+}
+
+func copyKindFor(apiVersion, kind string) *copyKind {
+	for _, k := range copyKinds {
+		if k.apiVersion == apiVersion && k.kind == kind {
+			return k
+		}
+	}
+	return nil
+}
+
+// TemplatesRequest is what the DecoratorController of the bundle sends:
+// its parent, the CompositeController of TeamSpaces, as object; the bundle
+// as its attachment; the templates as related objects.
+type TemplatesRequest struct {
+	Object      *Object              `json:"object"`
+	Attachments map[string]ObjectMap `json:"attachments"`
+	Related     map[string]ObjectMap `json:"related"`
+}
+
+// TemplatesResponse is the answer: the bundle. Status is always null (the
+// parent is left alone) and Attachments never null (null would delete
+// the bundle).
+type TemplatesResponse struct {
+	Status      *struct{}        `json:"status"`
+	Attachments []map[string]any `json:"attachments"`
+}
+
+// Validate checks that the request is one Templates can answer: the
+// CompositeController of TeamSpaces, and Secrets as its only attachments.
+func (r *TemplatesRequest) Validate() error {
+	p := r.Object
+	if p == nil {
+		return badRequest("MissingParent", "request has no object")
+	}
+	if p.APIVersion != "metacontroller.k8s.io/v1alpha1" || p.Kind != "CompositeController" || p.Metadata.Name != ControllerName {
+		return badRequest("NotTheTeamSpaceController", "object is %s %s %q, want CompositeController %s of metacontroller.k8s.io/v1alpha1 (label %s selects it)", p.APIVersion, p.Kind, p.Metadata.Name, ControllerName, TemplatesBundleLabel)
+	}
+	for key, objs := range r.Attachments {
+		if key != bundleKind.key {
+			return badRequest("UnexpectedChild", "attachments of type %q are not managed by %s (want %s)", key, TemplatesControllerName, bundleKind.key)
+		}
+		for name, o := range objs {
+			if o == nil || o.Kind != bundleKind.kind {
+				return badRequest("UnexpectedChild", "attachments[%q][%q] is not a %s", key, name, bundleKind.kind)
+			}
+		}
+	}
+	return nil
+}
+
+// bundleKind is the bundle's kind: a Secret, since Secret templates are
+// in it.
+var bundleKind = copyKinds[1]
+
+// Templates answers the DecoratorController of the bundle: Secret
+// TemplatesBundleName holding every template the engine shows. More than
+// MaxBundleBytes is refused: the engine then changes nothing (the bundle,
+// and so every copy, stays as it was) and records the error as an event
+// on the CompositeController.
+func Templates(r *TemplatesRequest) (*TemplatesResponse, error) {
+	templates := templatesIn(r.Related)
+	content, err := encodeBundle(templates)
+	if err != nil {
+		return nil, badRequest("InvalidTemplates", "cannot encode the templates: %v", err)
+	}
+	if len(content) > MaxBundleBytes {
+		return nil, badRequest("TemplatesTooLarge", "the %d templates in %s take %d bytes together, more than the %d a Secret holds: Secret %s/%s and every copy stay as they were; make the templates fewer or smaller",
+			len(templates), TemplatesNamespace, len(content), MaxBundleBytes, TemplatesNamespace, TemplatesBundleName)
+	}
+	bundle := map[string]any{
+		"apiVersion": "v1", "kind": "Secret",
+		"metadata": map[string]any{"name": TemplatesBundleName, "namespace": TemplatesNamespace,
+			"labels": map[string]any{"app.kubernetes.io/part-of": "teamspace"}},
+		"type": "Opaque",
+		"data": map[string]any{TemplatesBundleKey: base64.StdEncoding.EncodeToString(content)},
+	}
+	return &TemplatesResponse{Attachments: []map[string]any{bundle}}, nil
+}
+
+// TemplatesCustomize answers the customize hook of the bundle's
+// DecoratorController: the templates of every copied kind, for the
+// CompositeController of TeamSpaces; nothing for another parent.
+func TemplatesCustomize(r *TemplatesRequest) *CustomizeResponse {
+	p := r.Object
+	if p == nil || p.Kind != "CompositeController" || p.Metadata.Name != ControllerName {
+		return &CustomizeResponse{RelatedResources: []RelatedResourceRule{}}
+	}
+	return &CustomizeResponse{RelatedResources: templateRules()}
+}
+
+// templateRules are the related objects the bundle is made of: the
+// templates of every copied kind.
+func templateRules() []RelatedResourceRule {
+	var out []RelatedResourceRule
+	for _, k := range copyKinds {
+		out = append(out, RelatedResourceRule{
+			APIVersion:    k.apiVersion,
+			Resource:      k.resource,
+			Namespace:     TemplatesNamespace,
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{TemplateLabel: "true"}},
+		})
+	}
+	return out
+}
+
+// bundleTemplates are the templates a TeamSpace's request shows: as
+// related objects (an engine holding an older customize answer, which
+// shows a key for each of the four rules, a template or not), or in the
+// bundle. known is false when the bundle is missing or does not decode.
+func (r *Request) bundleTemplates() (templates []*template, known bool) {
+	if related := templatesIn(r.Related); len(related) > 0 || r.Related[copyKinds[2].key] != nil || r.Related[copyKinds[3].key] != nil {
+		return related, true
+	}
+	return decodeBundle(r.Related[bundleKind.key][TemplatesNamespace+"/"+TemplatesBundleName])
+}
