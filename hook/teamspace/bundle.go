@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 )
 
 // The templates reach every TeamSpace as one object (issue #55): Secret
@@ -89,9 +90,14 @@ func templatesIn(related map[string]ObjectMap) []*template {
 	return out
 }
 
+// newTemplate is template o of kind k with its selector parsed (nil, and
+// why, when it does not parse).
 func newTemplate(k *copyKind, o *Object) *template {
 	t := &template{kind: k, obj: o}
-	t.selector, t.err = parseSelector(o.Metadata.Annotations[TemplateSelectorAnnotation])
+	t.selector, t.err = labels.Parse(o.Metadata.Annotations[TemplateSelectorAnnotation])
+	if t.err != nil {
+		t.selector = nil
+	}
 	return t
 }
 
@@ -126,7 +132,7 @@ func decodeBundle(o *Object) (templates []*template, ok bool) {
 		return nil, false
 	}
 	for _, e := range entries {
-		k := copyKindFor(e.APIVersion, e.Kind)
+		k := copyKindByKey(e.Kind + "." + e.APIVersion)
 		if k == nil || e.Name == "" {
 			continue
 		}
@@ -140,15 +146,6 @@ func decodeBundle(o *Object) (templates []*template, ok bool) {
 		templates = append(templates, newTemplate(k, obj))
 	}
 	return templates, true
-}
-
-func copyKindFor(apiVersion, kind string) *copyKind {
-	for _, k := range copyKinds {
-		if k.apiVersion == apiVersion && k.kind == kind {
-			return k
-		}
-	}
-	return nil
 }
 
 // TemplatesRequest is what the DecoratorController of the bundle sends:
@@ -175,25 +172,21 @@ func (r *TemplatesRequest) Validate() error {
 	if p == nil {
 		return badRequest("MissingParent", "request has no object")
 	}
-	if p.APIVersion != "metacontroller.k8s.io/v1alpha1" || p.Kind != "CompositeController" || p.Metadata.Name != ControllerName {
+	if !isTeamSpaceController(p) {
 		return badRequest("NotTheTeamSpaceController", "object is %s %s %q, want CompositeController %s of metacontroller.k8s.io/v1alpha1 (label %s selects it)", p.APIVersion, p.Kind, p.Metadata.Name, ControllerName, TemplatesBundleLabel)
 	}
-	for key, objs := range r.Attachments {
-		if key != bundleKind.key {
-			return badRequest("UnexpectedChild", "attachments of type %q are not managed by %s (want %s)", key, TemplatesControllerName, bundleKind.key)
-		}
-		for name, o := range objs {
-			if o == nil || o.Kind != bundleKind.kind {
-				return badRequest("UnexpectedChild", "attachments[%q][%q] is not a %s", key, name, bundleKind.kind)
-			}
-		}
-	}
-	return nil
+	return onlyAttachments(r.Attachments, TemplatesControllerName, bundleKind.key, bundleKind.kind)
+}
+
+// isTeamSpaceController reports whether p is the CompositeController of
+// TeamSpaces, the bundle's one parent.
+func isTeamSpaceController(p *Object) bool {
+	return p.APIVersion == "metacontroller.k8s.io/v1alpha1" && p.Kind == "CompositeController" && p.Metadata.Name == ControllerName
 }
 
 // bundleKind is the bundle's kind: a Secret, since Secret templates are
 // in it.
-var bundleKind = copyKinds[1]
+var bundleKind = copyKindByKey("Secret.v1")
 
 // Templates answers the DecoratorController of the bundle: Secret
 // TemplatesBundleName holding every template the engine shows. More than
@@ -224,8 +217,7 @@ func Templates(r *TemplatesRequest) (*TemplatesResponse, error) {
 // DecoratorController: the templates of every copied kind, for the
 // CompositeController of TeamSpaces; nothing for another parent.
 func TemplatesCustomize(r *TemplatesRequest) *CustomizeResponse {
-	p := r.Object
-	if p == nil || p.Kind != "CompositeController" || p.Metadata.Name != ControllerName {
+	if r.Object == nil || !isTeamSpaceController(r.Object) {
 		return &CustomizeResponse{RelatedResources: []RelatedResourceRule{}}
 	}
 	return &CustomizeResponse{RelatedResources: templateRules()}
@@ -251,7 +243,9 @@ func templateRules() []RelatedResourceRule {
 // shows a key for each of the four rules, a template or not), or in the
 // bundle. known is false when the bundle is missing or does not decode.
 func (r *Request) bundleTemplates() (templates []*template, known bool) {
-	if related := templatesIn(r.Related); len(related) > 0 || r.Related[copyKinds[2].key] != nil || r.Related[copyKinds[3].key] != nil {
+	// Only the template rules ask for NetworkPolicies and RoleBindings:
+	// their keys are there, empty or not, when the engine used them.
+	if related := templatesIn(r.Related); len(related) > 0 || r.Related[networkPolicyType.key] != nil || r.Related[roleBindingType.key] != nil {
 		return related, true
 	}
 	return decodeBundle(r.Related[bundleKind.key][TemplatesNamespace+"/"+TemplatesBundleName])

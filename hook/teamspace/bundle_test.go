@@ -2,14 +2,10 @@ package teamspace
 
 import (
 	"encoding/base64"
-	"encoding/json"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/labhub/teamspace/tests/golden"
 )
 
 // asBundle is r as the engine sends it once every TeamSpace asks for the
@@ -35,35 +31,21 @@ func asBundle(t *testing.T, r *Request) *Request {
 // golden tests whose request shows templates as related objects, asked
 // again with the bundle in their place, gets the same answer.
 func TestTemplatesBundleAnswersAsRelated(t *testing.T) {
-	root := filepath.Join("..", "..", "tests", "testdata")
 	compared := 0
-	for _, hook := range []string{"sync", "finalize"} {
-		for _, dir := range golden.Cases(t, root, hook) {
-			body := golden.Request(t, root, dir)
-			var r Request
-			if json.Unmarshal(body, &r) != nil || r.Validate() != nil {
-				continue
-			}
-			if len(templatesIn(r.Related)) == 0 {
-				continue
-			}
-			t.Run(hook+"/"+filepath.Base(dir), func(t *testing.T) {
-				answer := func(r *Request) *Response {
-					if hook == "finalize" {
-						return Finalize(r, "alpha.json")
-					}
-					return Sync(r)
-				}
-				bundled := asBundle(t, &r)
-				if got := len(templatesIn(bundled.Related)); got != 0 {
-					t.Fatalf("%d templates left as related objects", got)
-				}
-				if diff := cmp.Diff(answer(&r), answer(bundled)); diff != "" {
-					t.Errorf("with the bundle, the answer differs (-related +bundle):\n%s", diff)
-				}
-			})
-			compared++
+	for _, c := range goldenTeamSpaceCases(t) {
+		if len(templatesIn(c.req.Related)) == 0 {
+			continue
 		}
+		t.Run(c.name, func(t *testing.T) {
+			bundled := asBundle(t, &c.req)
+			if got := len(templatesIn(bundled.Related)); got != 0 {
+				t.Fatalf("%d templates left as related objects", got)
+			}
+			if diff := cmp.Diff(c.answer(&c.req), c.answer(bundled)); diff != "" {
+				t.Errorf("with the bundle, the answer differs (-related +bundle):\n%s", diff)
+			}
+		})
+		compared++
 	}
 	if compared < 10 {
 		t.Errorf("compared %d cases; the golden tests have more with templates", compared)

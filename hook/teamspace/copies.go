@@ -136,16 +136,6 @@ type template struct {
 
 func (t *template) String() string { return t.kind.kind + " " + t.obj.Metadata.Name }
 
-// parseSelector parses a template's TemplateSelectorAnnotation: nil and
-// why when it does not parse.
-func parseSelector(s string) (labels.Selector, error) {
-	sel, err := labels.Parse(s)
-	if err != nil {
-		return nil, err
-	}
-	return sel, nil
-}
-
 // selected are the templates that select this TeamSpace by its labels.
 func (r *Request) selected(all []*template) []*template {
 	set := labels.Set(r.Parent.Metadata.Labels)

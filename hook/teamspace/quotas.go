@@ -101,13 +101,19 @@ func (r *QuotasRequest) Validate() error {
 	if ns := r.namespace(); p.Metadata.Labels[TeamSpaceLabel] == "" || !strings.HasPrefix(ns, NamespacePrefix) {
 		return badRequest("NotATeamNamespace", "namespace %q is not a team namespace (no label %s, or not named %s*)", ns, TeamSpaceLabel, NamespacePrefix)
 	}
-	for key, objs := range r.Attachments {
-		if key != quotaType.key {
-			return badRequest("UnexpectedChild", "attachments of type %q are not managed by %s (want %s)", key, QuotasControllerName, quotaType.key)
+	return onlyAttachments(r.Attachments, QuotasControllerName, quotaType.key, quotaType.kind)
+}
+
+// onlyAttachments checks that a DecoratorController's request holds
+// attachments of its one type alone (engine key and kind).
+func onlyAttachments(attachments map[string]ObjectMap, controller, key, kind string) error {
+	for k, objs := range attachments {
+		if k != key {
+			return badRequest("UnexpectedChild", "attachments of type %q are not managed by %s (want %s)", k, controller, key)
 		}
 		for name, o := range objs {
-			if o == nil || o.Kind != quotaType.kind {
-				return badRequest("UnexpectedChild", "attachments[%q][%q] is not a %s", key, name, quotaType.kind)
+			if o == nil || o.Kind != kind {
+				return badRequest("UnexpectedChild", "attachments[%q][%q] is not a %s", k, name, kind)
 			}
 		}
 	}

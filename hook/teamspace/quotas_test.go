@@ -180,53 +180,74 @@ var remainingQuota = regexp.MustCompile(`, ResourceQuota [^ ,]+`)
 // before (for a namespace the answer had none for yet, being made or
 // terminating, the quotas it will hold).
 func TestQuotasViaDecoratorAnswerAsChildren(t *testing.T) {
-	root := filepath.Join("..", "..", "tests", "testdata")
 	compared := 0
-	for _, hook := range []string{"sync", "finalize"} {
-		for _, dir := range golden.Cases(t, root, hook) {
-			body := golden.Request(t, root, dir)
-			var r Request
-			if json.Unmarshal(body, &r) != nil || r.Validate() != nil {
-				continue // refused before anything is answered
-			}
-			if _, declared := r.Children[quotaType.key]; !declared {
-				continue
-			}
-			t.Run(hook+"/"+filepath.Base(dir), func(t *testing.T) {
-				answer := func(r *Request) *Response {
-					if hook == "finalize" {
-						return Finalize(r, "alpha.json")
-					}
-					return Sync(r)
-				}
-				asChildren := &r
-				if asChildren.quotasViaDecorator() {
-					t.Fatal("a request with ResourceQuota children is answered via the DecoratorController")
-				}
-				via := viaDecorator(t, &r)
-				if via == nil {
-					t.Skip("quotas without their LimitRange: not a state of the DecoratorController's quotas")
-				}
-				if !via.quotasViaDecorator() {
-					t.Fatal("a request without ResourceQuota children is not answered via the DecoratorController")
-				}
-				want, children, _ := withoutQuotas(t, answer(asChildren))
-				got, _, annotated := withoutQuotas(t, answer(via))
-				if diff := cmp.Diff(want, got); diff != "" {
-					t.Errorf("answered via the DecoratorController, the answer differs (-as children +via the DecoratorController):\n%s", diff)
-				}
-				for ns, quotas := range children {
-					if diff := cmp.Diff(quotas, annotated[ns]); diff != "" {
-						t.Errorf("namespace %s: its LimitRange's annotation %s is not the quotas answered as children (-children +annotation):\n%s", ns, QuotasAnnotation, diff)
-					}
-				}
-			})
-			compared++
+	for _, c := range goldenTeamSpaceCases(t) {
+		r := c.req
+		if _, declared := r.Children[quotaType.key]; !declared {
+			continue
 		}
+		t.Run(c.name, func(t *testing.T) {
+			asChildren := &r
+			if asChildren.quotasViaDecorator() {
+				t.Fatal("a request with ResourceQuota children is answered via the DecoratorController")
+			}
+			via := viaDecorator(t, &r)
+			if via == nil {
+				t.Skip("quotas without their LimitRange: not a state of the DecoratorController's quotas")
+			}
+			if !via.quotasViaDecorator() {
+				t.Fatal("a request without ResourceQuota children is not answered via the DecoratorController")
+			}
+			want, children, _ := withoutQuotas(t, c.answer(asChildren))
+			got, _, annotated := withoutQuotas(t, c.answer(via))
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("answered via the DecoratorController, the answer differs (-as children +via the DecoratorController):\n%s", diff)
+			}
+			for ns, quotas := range children {
+				if diff := cmp.Diff(quotas, annotated[ns]); diff != "" {
+					t.Errorf("namespace %s: its LimitRange's annotation %s is not the quotas answered as children (-children +annotation):\n%s", ns, QuotasAnnotation, diff)
+				}
+			}
+		})
+		compared++
 	}
 	if compared < 50 {
 		t.Errorf("compared %d cases; the golden tests have more", compared)
 	}
+}
+
+// goldenCase is a sync or finalize case of the golden tests whose
+// request the hook answers (refused ones are left out), decoded.
+type goldenCase struct {
+	name string // hook/case
+	hook string
+	req  Request
+}
+
+// goldenTeamSpaceCases are the golden tests' sync and finalize cases, the
+// engine's recorded requests among them.
+func goldenTeamSpaceCases(t *testing.T) []goldenCase {
+	t.Helper()
+	root := filepath.Join("..", "..", "tests", "testdata")
+	var out []goldenCase
+	for _, hook := range []string{"sync", "finalize"} {
+		for _, dir := range golden.Cases(t, root, hook) {
+			c := goldenCase{name: hook + "/" + filepath.Base(dir), hook: hook}
+			if json.Unmarshal(golden.Request(t, root, dir), &c.req) != nil || c.req.Validate() != nil {
+				continue // refused before anything is answered
+			}
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// answer is what the case's hook answers r.
+func (c goldenCase) answer(r *Request) *Response {
+	if c.hook == "finalize" {
+		return Finalize(r, "alpha.json")
+	}
+	return Sync(r)
 }
 
 // TestQuotasRoundTrip follows the protocol between the two controllers
