@@ -171,6 +171,8 @@ func TestEngineWritesOnlyCopies(t *testing.T) {
 		t.Errorf("the engine's templates' bundle: %v, want admitted", err)
 	}
 	wantRefusedBy(t, "the engine's bundle in kube-system", dryRunCreate(t, engine, "kube-system", bundle), "teamspace-engine-copies", "only as its copies in team namespaces")
+	tokenBundle := fmt.Sprintf(`{"apiVersion":"v1","kind":"Secret","metadata":{"name":%q,"annotations":{"kubernetes.io/service-account.name":"metacontroller"}},"type":"kubernetes.io/service-account-token"}`, teamspace.TemplatesBundleName)
+	wantRefusedBy(t, "the engine's bundle as a token Secret", dryRunCreate(t, engine, teamspace.TemplatesNamespace, tokenBundle), "teamspace-engine-copies", "only as its copies in team namespaces")
 	wantRefusedBy(t, "the engine's ConfigMap named as the bundle", dryRunCreate(t, engine, teamspace.TemplatesNamespace, plain("ConfigMap", teamspace.TemplatesBundleName)), "teamspace-engine-copies", "only as its copies in team namespaces")
 	// A Secret the team made is not the engine's to change or delete.
 	mustKubectl(t, "", "-n", c.ns, "create", "secret", "generic", "teams-own", "--from-literal=a=b")
