@@ -100,7 +100,7 @@ func teamSpaceHook(fn hookFunc) endpoint {
 	return func(ctx context.Context, body []byte) (*parentID, any, *hookError) {
 		req, err := decode(body)
 		if err != nil {
-			return nil, nil, &hookError{http.StatusBadRequest, "InvalidJSON", err.Error()}
+			return nil, nil, invalidJSON(err)
 		}
 		who := identify(req)
 		if err := req.Validate(); err != nil {
@@ -116,12 +116,9 @@ func teamSpaceHook(fn hookFunc) endpoint {
 func quotas(_ context.Context, body []byte) (*parentID, any, *hookError) {
 	var req teamspace.QuotasRequest
 	if err := decodeInto(body, &req); err != nil {
-		return nil, nil, &hookError{http.StatusBadRequest, "InvalidJSON", err.Error()}
+		return nil, nil, invalidJSON(err)
 	}
-	var who *parentID
-	if req.Object != nil {
-		who = &parentID{Name: req.Object.Metadata.Name, UID: string(req.Object.Metadata.UID)}
-	}
+	who := objectID(req.Object)
 	if err := req.Validate(); err != nil {
 		return who, nil, requestError(err)
 	}
@@ -166,16 +163,26 @@ func decodeTemplates(body []byte) (*teamspace.TemplatesRequest, *parentID, *hook
 		Parent *teamspace.Object `json:"parent"`
 	}
 	if err := decodeInto(body, &req); err != nil {
-		return nil, nil, &hookError{http.StatusBadRequest, "InvalidJSON", err.Error()}
+		return nil, nil, invalidJSON(err)
 	}
 	if req.Object == nil {
 		req.Object = req.Parent
 	}
-	var who *parentID
-	if req.Object != nil {
-		who = &parentID{Name: req.Object.Metadata.Name, UID: string(req.Object.Metadata.UID)}
+	return &req.TemplatesRequest, objectID(req.Object), nil
+}
+
+// objectID names a DecoratorController's parent (nil when the request has
+// none).
+func objectID(o *teamspace.Object) *parentID {
+	if o == nil {
+		return nil
 	}
-	return &req.TemplatesRequest, who, nil
+	return &parentID{Name: o.Metadata.Name, UID: string(o.Metadata.UID)}
+}
+
+// invalidJSON is a refusal of a body that does not decode (400).
+func invalidJSON(err error) *hookError {
+	return &hookError{http.StatusBadRequest, "InvalidJSON", err.Error()}
 }
 
 // requestError is a refusal of a request the hook cannot answer (400).
