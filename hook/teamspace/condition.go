@@ -1,6 +1,7 @@
 package teamspace
 
 import (
+	"github.com/labhub/teamspace/hook/api/v1alpha1"
 	"slices"
 	"time"
 
@@ -24,7 +25,7 @@ const (
 // reserved owner must change first.
 var stalledReasons = []string{
 	ReasonInvalidSpec, ReasonNamespaceConflict, ReasonClusterRoleConflict,
-	ReasonAllowanceExceeded, ReasonLimitsInvalid, ReasonOwnerReserved,
+	v1alpha1.ReasonAllowanceExceeded, v1alpha1.ReasonLimitsInvalid, ReasonOwnerReserved,
 	ReasonNamespaceKept,
 }
 

@@ -32,7 +32,7 @@ const (
 	TemplateSelectorAnnotation = Group + "/teamspace-selector"
 	// TemplatesNamespace is where templates live; the label anywhere else
 	// copies nothing (and teamspace-templates refuses it).
-	TemplatesNamespace = LimitsNamespace
+	TemplatesNamespace = v1alpha1.SystemNamespace
 )
 
 // Reasons in status.templates.

@@ -2,6 +2,8 @@ package teamspace
 
 import (
 	"encoding/json"
+	"github.com/labhub/teamspace/hook/allowance"
+	"github.com/labhub/teamspace/hook/api/v1alpha1"
 	"slices"
 
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -29,16 +31,17 @@ func Customize(r *Request) *CustomizeResponse {
 		Resource:   "clusterroles",
 		Names:      []string{OwnerAccessName(name)},
 	}}
-	if label, _, counted := r.requester(); counted {
+	m := &r.Parent.Metadata
+	if req, counted := allowance.RequesterOf(m.Labels, m.Annotations); counted {
 		rules = append(rules, RelatedResourceRule{
 			APIVersion: "v1",
 			Resource:   "configmaps",
-			Namespace:  LimitsNamespace,
-			Names:      []string{LimitsName},
+			Namespace:  v1alpha1.SystemNamespace,
+			Names:      []string{v1alpha1.LimitsName},
 		}, RelatedResourceRule{
 			APIVersion:    APIVersion,
 			Resource:      "teamspaces",
-			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{RequesterLabel: label}},
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{v1alpha1.RequesterLabel: req.Label}},
 		})
 	}
 	rules = append(rules, bundleRule())

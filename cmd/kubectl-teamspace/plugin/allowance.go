@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -14,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/labhub/teamspace/hook/allowance"
+	"github.com/labhub/teamspace/hook/api/v1alpha1"
 	"github.com/labhub/teamspace/hook/teamspace"
 )
 
@@ -23,7 +26,8 @@ import (
 type Allowance struct {
 	User   string `json:"user"`
 	Exempt bool   `json:"exempt"`
-	// Held: my TeamSpaces (those I requested) and their totals; Unknown
+	// Held: what my TeamSpaces hold of the allowance, as the hook counts
+	// it (see held); Unknown
 	// says why they could not be counted.
 	Held    *Totals `json:"held,omitempty"`
 	Allowed *Totals `json:"allowed,omitempty"`
@@ -44,11 +48,6 @@ type Totals struct {
 	Memory     string `json:"memory"`
 }
 
-// limitKeys are the keys of the limits that bound one TeamSpace of a
-// requester, in the order printed.
-var limitKeys = []string{"maxPods", "maxCPU", "maxMemory", "defaultMemory", "podSecurityLevels", "allowNetworkIsolationOff",
-	"maxEphemeralStorage", "maxObjects", "maxNamespaces", "allowedRegistries", "maxTokenLifetime"}
-
 func allowanceOf(ctx context.Context, c *clients) (*Allowance, error) {
 	who, err := c.kube.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
 	if err != nil {
@@ -57,12 +56,13 @@ func allowanceOf(ctx context.Context, c *clients) (*Allowance, error) {
 	user, groups := who.Status.UserInfo.Username, who.Status.UserInfo.Groups
 	out := &Allowance{User: user}
 	var limits map[string]string
-	cm, err := c.kube.CoreV1().ConfigMaps(teamspace.LimitsNamespace).Get(ctx, teamspace.LimitsName, metav1.GetOptions{})
+	var bounds allowance.Allowance
+	cm, err := c.kube.CoreV1().ConfigMaps(v1alpha1.SystemNamespace).Get(ctx, v1alpha1.LimitsName, metav1.GetOptions{})
 	switch {
 	case apierrors.IsForbidden(err):
-		out.Unknown = append(out.Unknown, fmt.Sprintf("the platform's limits: I may not read ConfigMap %s/%s (the platform team binds ClusterRole teamspace-limits-reader there)", teamspace.LimitsNamespace, teamspace.LimitsName))
+		out.Unknown = append(out.Unknown, fmt.Sprintf("the platform's limits: I may not read ConfigMap %s/%s (the platform team binds ClusterRole teamspace-limits-reader there)", v1alpha1.SystemNamespace, v1alpha1.LimitsName))
 	case apierrors.IsNotFound(err):
-		out.Unknown = append(out.Unknown, fmt.Sprintf("the platform's limits: ConfigMap %s/%s does not exist (every new TeamSpace of a requester is refused until it does)", teamspace.LimitsNamespace, teamspace.LimitsName))
+		out.Unknown = append(out.Unknown, fmt.Sprintf("the platform's limits: ConfigMap %s/%s does not exist (every new TeamSpace of a requester is refused until it does)", v1alpha1.SystemNamespace, v1alpha1.LimitsName))
 	case err != nil:
 		return nil, fmt.Errorf("reading the platform's limits: %v", err)
 	default:
@@ -73,13 +73,16 @@ func allowanceOf(ctx context.Context, c *clients) (*Allowance, error) {
 			}
 		}
 		out.Limits = map[string]string{}
-		for _, k := range limitKeys {
+		for _, k := range v1alpha1.LimitKeys {
 			if v := strings.TrimSpace(limits[k]); v != "" {
 				out.Limits[k] = v
 			}
 		}
-		out.Allowed = &Totals{TeamSpaces: limits[teamspace.KeyMaxTeamSpaces], Pods: limits[teamspace.KeyMaxPods],
-			CPU: limits[teamspace.KeyMaxCPU], Memory: limits[teamspace.KeyMaxMemory]}
+		if bounds, err = allowance.Parse(limits); err != nil {
+			out.Unknown = append(out.Unknown, fmt.Sprintf("the allowance: %v (nothing new is created for a requester until the platform fixes it)", err))
+		}
+		out.Allowed = &Totals{TeamSpaces: limits[v1alpha1.KeyMaxTeamSpaces], Pods: limits[v1alpha1.KeyMaxPods],
+			CPU: limits[v1alpha1.KeyMaxCPU], Memory: limits[v1alpha1.KeyMaxMemory]}
 	}
 	dyn, err := dynamic.NewForConfig(c.rest)
 	if err != nil {
@@ -92,7 +95,7 @@ func allowanceOf(ctx context.Context, c *clients) (*Allowance, error) {
 	case err != nil:
 		return nil, fmt.Errorf("listing TeamSpaces: %v", err)
 	default:
-		out.Held = held(list.Items, user)
+		out.Held = held(list.Items, user, bounds)
 		if out.Allowed != nil {
 			out.Left = left(out.Allowed, out.Held)
 		}
@@ -100,39 +103,32 @@ func allowanceOf(ctx context.Context, c *clients) (*Allowance, error) {
 	return out, nil
 }
 
-// held totals the TeamSpaces requested by user.
-func held(items []unstructured.Unstructured, user string) *Totals {
-	var n, pods int64
-	cpu, memory := resource.Quantity{}, resource.Quantity{}
+// held is what user holds of the allowance a: the hook's own rule
+// (allowance.Serve, over each TeamSpace as teamspace.AllowanceEntry reads
+// it), so that the plugin shows the room the hook grants. Counted are the
+// TeamSpaces user requested that carry the requester label (an exempt
+// requester's carry none), those being deleted too, and of those the ones
+// that fit, oldest first; one with an invalid spec holds nothing.
+func held(items []unstructured.Unstructured, user string, a allowance.Allowance) *Totals {
+	var all []allowance.TeamSpace
+	var req *allowance.Requester
 	for i := range items {
-		ts := &items[i]
-		if ts.GetAnnotations()[teamspace.RequestedByAnnotation] != user || ts.GetDeletionTimestamp() != nil {
+		raw, err := items[i].MarshalJSON()
+		var o teamspace.Object
+		if err != nil || json.Unmarshal(raw, &o) != nil {
 			continue
 		}
-		n++
-		if p, ok, _ := unstructured.NestedFieldNoCopy(ts.Object, "spec", "pods"); ok {
-			switch v := p.(type) {
-			case int64:
-				pods += v
-			case float64:
-				pods += int64(v)
-			}
+		ts := teamspace.AllowanceEntry(&o.Metadata, o.Spec)
+		if ts.Counted && ts.Requester.Name == user && req == nil {
+			req = &ts.Requester
 		}
-		for _, f := range []struct {
-			key string
-			sum *resource.Quantity
-			def string
-		}{{"cpu", &cpu, "1"}, {"memory", &memory, ""}} {
-			s, _, _ := unstructured.NestedString(ts.Object, "spec", f.key)
-			if s == "" {
-				s = f.def
-			}
-			if q, err := resource.ParseQuantity(s); err == nil {
-				f.sum.Add(q)
-			}
-		}
+		all = append(all, ts)
 	}
-	return &Totals{TeamSpaces: fmt.Sprint(n), Pods: fmt.Sprint(pods), CPU: cpu.String(), Memory: memory.String()}
+	var t allowance.Totals
+	if req != nil {
+		_, t = allowance.Serve(a, *req, all)
+	}
+	return &Totals{TeamSpaces: fmt.Sprint(t.TeamSpaces), Pods: fmt.Sprint(t.Pods), CPU: t.CPU.String(), Memory: t.Memory.String()}
 }
 
 // left is allowed less held, per bound ("" where unbounded, "0" at or
@@ -185,7 +181,7 @@ func printAllowance(a *Allowance, output string, out io.Writer) error {
 	}
 	if len(a.Limits) > 0 {
 		fmt.Fprintln(out, "Limits of one TeamSpace:")
-		for _, k := range limitKeys {
+		for _, k := range v1alpha1.LimitKeys {
 			if v, ok := a.Limits[k]; ok {
 				fmt.Fprintf(out, "  %-26s %s\n", k, v)
 			}

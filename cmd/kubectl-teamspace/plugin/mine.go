@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"fmt"
+	"github.com/labhub/teamspace/hook/api/v1alpha1"
 	"io"
 	"maps"
 	"slices"
@@ -184,7 +185,7 @@ func mine(ctx context.Context, c *clients) (*Mine, error) {
 			if ownedBy(ts, user, groups) {
 				add(ts, "owner")
 			}
-			if ts.GetAnnotations()[teamspace.RequestedByAnnotation] == user {
+			if ts.GetAnnotations()[v1alpha1.RequestedByAnnotation] == user {
 				add(ts, "requester")
 			}
 		}

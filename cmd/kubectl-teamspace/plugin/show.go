@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"fmt"
+	"github.com/labhub/teamspace/hook/api/v1alpha1"
 	"io"
 	"strings"
 
@@ -98,7 +99,7 @@ func show(ctx context.Context, c *clients, name string) (*Show, error) {
 	case err != nil:
 		return nil, fmt.Errorf("reading TeamSpace %s: %v", name, err)
 	}
-	out := &Show{Name: name, RequestedBy: ts.GetAnnotations()[teamspace.RequestedByAnnotation], Owners: []string{}, Namespaces: []NamespaceUse{}}
+	out := &Show{Name: name, RequestedBy: ts.GetAnnotations()[v1alpha1.RequestedByAnnotation], Owners: []string{}, Namespaces: []NamespaceUse{}}
 	owners, _, _ := unstructured.NestedSlice(ts.Object, "spec", "owners")
 	for _, o := range owners {
 		m, _ := o.(map[string]any)
