@@ -14,9 +14,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/labhub/teamspace/hook/api/v1alpha1"
 	"github.com/labhub/teamspace/hook/archive"
 	"github.com/labhub/teamspace/hook/server"
-	"github.com/labhub/teamspace/hook/teamspace"
 	"github.com/labhub/teamspace/tests/golden"
 )
 
@@ -212,7 +212,7 @@ func TestInvalidSpecKeepsEveryChild(t *testing.T) {
 		m := c.(map[string]any)
 		if len(observed.Children[m["kind"].(string)+"."+m["apiVersion"].(string)]) > 0 {
 			if m["kind"] == "Namespace" {
-				delete(m["metadata"].(map[string]any)["labels"].(map[string]any), teamspace.NetworkIsolationLabel)
+				delete(m["metadata"].(map[string]any)["labels"].(map[string]any), v1alpha1.NetworkIsolationLabel)
 			}
 			want = append(want, c)
 		}

@@ -1,15 +1,14 @@
 package tests_test
 
 import (
+	"github.com/labhub/teamspace/hook/api/v1alpha1"
+	"github.com/labhub/teamspace/tests/golden"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
-
-	"github.com/labhub/teamspace/hook/teamspace"
-	"github.com/labhub/teamspace/tests/golden"
-	utiljson "k8s.io/apimachinery/pkg/util/json"
 )
 
 // goldenTeamSpace is the TeamSpace the engine stores after the hook's
@@ -97,7 +96,7 @@ func readyOf(obj map[string]any) map[string]any {
 	status, _ := obj["status"].(map[string]any)
 	conds, _ := status["conditions"].([]any)
 	for _, c := range conds {
-		if m, _ := c.(map[string]any); m["type"] == teamspace.ConditionReady {
+		if m, _ := c.(map[string]any); m["type"] == v1alpha1.ConditionReady {
 			return m
 		}
 	}

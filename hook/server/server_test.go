@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/labhub/teamspace/hook/api/v1alpha1"
 	"github.com/labhub/teamspace/hook/archive"
 	"github.com/labhub/teamspace/hook/teamspace"
 	"github.com/labhub/teamspace/tests/golden"
@@ -247,7 +248,7 @@ func TestFinalizeWaitsForTheArchive(t *testing.T) {
 				t.Errorf("%d children answered, want every observed one kept (%d): %+v", len(got.Children), c.wantChildren, got.Children)
 			}
 			// Ready False, and Reconciling beside it (condition.go).
-			if n := len(got.Status.Conditions); n != 2 || got.Status.Conditions[0].Type != teamspace.ConditionReady ||
+			if n := len(got.Status.Conditions); n != 2 || got.Status.Conditions[0].Type != v1alpha1.ConditionReady ||
 				got.Status.Conditions[0].Reason != "ArchivePending" ||
 				!strings.Contains(got.Status.Conditions[0].Message, "nothing is deleted until it is stored") {
 				t.Errorf("conditions %+v, want Ready False ArchivePending saying nothing is deleted", got.Status.Conditions)

@@ -6,8 +6,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/labhub/teamspace/hook/api/v1alpha1"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/labhub/teamspace/hook/api/v1alpha1"
 )
 
 // What the platform team gives one TeamSpace beyond its limits
@@ -16,17 +17,7 @@ import (
 // the team's namespace: a policy cannot read the TeamSpace, it can read
 // the namespace, which owners cannot change. Each is set only while its
 // field is, so a TeamSpace without them answers the namespace it always
-// did.
-const (
-	// AllowedAnnotationPrefix + storage-classes, priority-classes,
-	// runtime-classes, ingress-classes, gateways: the spec.allow lists,
-	// comma-separated in spec order.
-	AllowedAnnotationPrefix = "platform.labhub.io/allowed-"
-	// NodeSelectorAnnotation is spec.nodeSelector as key=value pairs,
-	// comma-separated, sorted by key (label keys and values hold neither
-	// "," nor "=").
-	NodeSelectorAnnotation = "platform.labhub.io/node-selector"
-)
+// did (the annotations' names: package v1alpha1).
 
 // allowLists are spec.allow's lists: field name, annotation suffix, and
 // how an entry must look.
@@ -44,9 +35,9 @@ var allowLists = []struct {
 
 // ownedNamespaceAnnotations are the namespace's annotations the hook owns.
 var ownedNamespaceAnnotations = func() []string {
-	keys := []string{NodeSelectorAnnotation}
+	keys := []string{v1alpha1.NodeSelectorAnnotation}
 	for _, l := range allowLists {
-		keys = append(keys, AllowedAnnotationPrefix+l.annotation)
+		keys = append(keys, v1alpha1.AllowedAnnotationPrefix+l.annotation)
 	}
 	slices.Sort(keys)
 	return keys
@@ -89,7 +80,7 @@ func checkAllowAndNodes(allow *v1alpha1.Allow, nodeSelector map[string]v1alpha1.
 				}
 			}
 			if len(entries) > 0 {
-				annotations[AllowedAnnotationPrefix+l.annotation] = strings.Join(entries, ",")
+				annotations[v1alpha1.AllowedAnnotationPrefix+l.annotation] = strings.Join(entries, ",")
 			}
 		}
 	}
@@ -103,7 +94,7 @@ func checkAllowAndNodes(allow *v1alpha1.Allow, nodeSelector map[string]v1alpha1.
 		pairs = append(pairs, k+"="+v)
 	}
 	if len(pairs) > 0 {
-		annotations[NodeSelectorAnnotation] = strings.Join(pairs, ",")
+		annotations[v1alpha1.NodeSelectorAnnotation] = strings.Join(pairs, ",")
 	}
 	if len(annotations) == 0 {
 		return nil, problems

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
 	"github.com/labhub/teamspace/hook/api/v1alpha1"
 )
 
@@ -33,7 +34,7 @@ func TestCheckAllowAndNodes(t *testing.T) {
 		{
 			name:         "node selector sorted by key, empty value kept",
 			nodeSelector: map[string]v1alpha1.LabelValue{"zone": "eu-1", "pool": "a", "example.com/gpu": ""},
-			want:         map[string]string{NodeSelectorAnnotation: "example.com/gpu=,pool=a,zone=eu-1"},
+			want:         map[string]string{v1alpha1.NodeSelectorAnnotation: "example.com/gpu=,pool=a,zone=eu-1"},
 		},
 		{
 			name:     "a class that is no DNS name",

@@ -3,7 +3,6 @@ package teamspace
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/labhub/teamspace/hook/api/v1alpha1"
 	"strconv"
 	"strings"
 
@@ -11,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/labhub/teamspace/hook/allowance"
+	"github.com/labhub/teamspace/hook/api/v1alpha1"
 )
 
 // The allowance of a TeamSpace's requester is package allowance's rule;
@@ -19,7 +19,7 @@ import (
 // as related objects (Customize).
 var (
 	limitsKey     = "ConfigMap.v1"
-	teamSpacesKey = Kind + "." + APIVersion
+	teamSpacesKey = v1alpha1.Kind + "." + v1alpha1.APIVersion
 )
 
 // AllowanceEntry is a TeamSpace as the allowance sees it, from its

@@ -3,13 +3,14 @@ package teamspace
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/labhub/teamspace/hook/api/v1alpha1"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/labhub/teamspace/hook/api/v1alpha1"
 )
 
 // Fixtures of the allowance table: alpha and its siblings are TeamSpaces of
@@ -23,7 +24,7 @@ func byAlice(o *Meta, minute int) {
 type siblingOpt func(*Object)
 
 func sibling(name string, minute int, spec string, opts ...siblingOpt) *Object {
-	o := &Object{APIVersion: APIVersion, Kind: Kind, Spec: json.RawMessage(spec)}
+	o := &Object{APIVersion: v1alpha1.APIVersion, Kind: v1alpha1.Kind, Spec: json.RawMessage(spec)}
 	o.Metadata.Name, o.Metadata.UID = name, types.UID("uid-"+name)
 	byAlice(&o.Metadata, minute)
 	for _, f := range opts {

@@ -6,6 +6,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/labhub/teamspace/hook/api/v1alpha1"
 )
 
 // The templates reach every TeamSpace as one object (issue #55): Secret
@@ -37,9 +39,6 @@ const (
 	// TemplatesControllerName is the DecoratorController that writes the
 	// bundle.
 	TemplatesControllerName = "teamspace-templates"
-	// TemplatesBundleLabel marks the CompositeController that is the
-	// bundle's parent (the DecoratorController selects it by this label).
-	TemplatesBundleLabel = Group + "/templates-bundle"
 	// ControllerName is the CompositeController of TeamSpaces.
 	ControllerName = "teamspace"
 	// MaxBundleBytes is the most the templates may take together: what a
@@ -81,7 +80,7 @@ func templatesIn(related map[string]ObjectMap) []*template {
 		objs := related[k.key]
 		for _, key := range sortedKeys(objs) {
 			o := objs[key]
-			if o == nil || o.Metadata.Namespace != TemplatesNamespace || o.Metadata.Labels[TemplateLabel] != "true" || o.Metadata.DeletionTimestamp != nil {
+			if o == nil || o.Metadata.Namespace != TemplatesNamespace || o.Metadata.Labels[v1alpha1.TemplateLabel] != "true" || o.Metadata.DeletionTimestamp != nil {
 				continue
 			}
 			out = append(out, newTemplate(k, o))
@@ -94,7 +93,7 @@ func templatesIn(related map[string]ObjectMap) []*template {
 // why, when it does not parse).
 func newTemplate(k *copyKind, o *Object) *template {
 	t := &template{kind: k, obj: o}
-	t.selector, t.err = labels.Parse(o.Metadata.Annotations[TemplateSelectorAnnotation])
+	t.selector, t.err = labels.Parse(o.Metadata.Annotations[v1alpha1.TemplateSelectorAnnotation])
 	if t.err != nil {
 		t.selector = nil
 	}
@@ -108,7 +107,7 @@ func encodeBundle(templates []*template) ([]byte, error) {
 		o := t.obj
 		entries = append(entries, bundled{
 			APIVersion: t.kind.apiVersion, Kind: t.kind.kind, Name: o.Metadata.Name,
-			Labels: o.Metadata.Labels, Selector: o.Metadata.Annotations[TemplateSelectorAnnotation],
+			Labels: o.Metadata.Labels, Selector: o.Metadata.Annotations[v1alpha1.TemplateSelectorAnnotation],
 			Data: o.Data, BinaryData: o.BinaryData, Type: o.Type,
 			Spec: o.Spec, RoleRef: o.RoleRef, Subjects: o.Subjects,
 		})
@@ -141,7 +140,7 @@ func decodeBundle(o *Object) (templates []*template, ok bool) {
 			Data:     e.Data, BinaryData: e.BinaryData, Type: e.Type,
 			Spec: e.Spec, RoleRef: e.RoleRef, Subjects: e.Subjects}
 		if e.Selector != "" {
-			obj.Metadata.Annotations = map[string]string{TemplateSelectorAnnotation: e.Selector}
+			obj.Metadata.Annotations = map[string]string{v1alpha1.TemplateSelectorAnnotation: e.Selector}
 		}
 		templates = append(templates, newTemplate(k, obj))
 	}
@@ -173,7 +172,7 @@ func (r *TemplatesRequest) Validate() error {
 		return badRequest("MissingParent", "request has no object")
 	}
 	if !isTeamSpaceController(p) {
-		return badRequest("NotTheTeamSpaceController", "object is %s %s %q, want CompositeController %s of metacontroller.k8s.io/v1alpha1 (label %s selects it)", p.APIVersion, p.Kind, p.Metadata.Name, ControllerName, TemplatesBundleLabel)
+		return badRequest("NotTheTeamSpaceController", "object is %s %s %q, want CompositeController %s of metacontroller.k8s.io/v1alpha1 (label %s selects it)", p.APIVersion, p.Kind, p.Metadata.Name, ControllerName, v1alpha1.TemplatesBundleLabel)
 	}
 	return onlyAttachments(r.Attachments, TemplatesControllerName, bundleKind.key, bundleKind.kind)
 }
@@ -232,7 +231,7 @@ func templateRules() []RelatedResourceRule {
 			APIVersion:    k.apiVersion,
 			Resource:      k.resource,
 			Namespace:     TemplatesNamespace,
-			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{TemplateLabel: "true"}},
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{v1alpha1.TemplateLabel: "true"}},
 		})
 	}
 	return out

@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/labhub/teamspace/hook/api/v1alpha1"
 )
 
 // childTypes are the kinds of child a TeamSpace has, one entry each, in the
@@ -174,9 +176,9 @@ func (t *childType) withMeta(u *unit, obj object) object {
 	if t.namespaced {
 		obj.SetNamespace(u.namespace)
 	}
-	labels := map[string]string{TeamSpaceLabel: u.teamspace}
+	labels := map[string]string{v1alpha1.TeamSpaceLabel: u.teamspace}
 	for k, v := range obj.GetLabels() {
-		if k != TeamSpaceLabel {
+		if k != v1alpha1.TeamSpaceLabel {
 			labels[k] = v
 		}
 	}

@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
+
+	"github.com/labhub/teamspace/hook/api/v1alpha1"
 )
 
 // TestChildTypesAreDeclared: the registry, compositecontroller.yaml (what
@@ -73,9 +75,9 @@ func TestChildTypesAreDeclared(t *testing.T) {
 		t.Errorf("the third document is %s %s calling %s and %s, want DecoratorController %s calling /templates and /templates/customize",
 			tc.Kind, tc.Metadata.Name, tc.Spec.Hooks.Sync.Webhook.URL, tc.Spec.Hooks.Customize.Webhook.URL, TemplatesControllerName)
 	}
-	if cc.Metadata.Name != ControllerName || cc.Metadata.Labels[TemplatesBundleLabel] != "true" || len(tc.Spec.Resources) != 1 ||
-		tc.Spec.Resources[0].Resource != "compositecontrollers" || tc.Spec.Resources[0].LabelSelector.MatchLabels[TemplatesBundleLabel] != "true" {
-		t.Errorf("%s's parent: %+v, want the CompositeController %s by its label %s=true", TemplatesControllerName, tc.Spec.Resources, ControllerName, TemplatesBundleLabel)
+	if cc.Metadata.Name != ControllerName || cc.Metadata.Labels[v1alpha1.TemplatesBundleLabel] != "true" || len(tc.Spec.Resources) != 1 ||
+		tc.Spec.Resources[0].Resource != "compositecontrollers" || tc.Spec.Resources[0].LabelSelector.MatchLabels[v1alpha1.TemplatesBundleLabel] != "true" {
+		t.Errorf("%s's parent: %+v, want the CompositeController %s by its label %s=true", TemplatesControllerName, tc.Spec.Resources, ControllerName, v1alpha1.TemplatesBundleLabel)
 	}
 	if len(tc.Spec.Attachments) != 1 || tc.Spec.Attachments[0] != (resource{"v1", bundleKind.resource}) {
 		t.Errorf("%s's attachments %v, want the Secret alone", TemplatesControllerName, tc.Spec.Attachments)

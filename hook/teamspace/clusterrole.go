@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+
+	"github.com/labhub/teamspace/hook/api/v1alpha1"
 )
 
 // OwnerAccessPrefix + name is the ClusterRole and ClusterRoleBinding that
@@ -24,15 +26,6 @@ func OwnerAccessName(teamspace string) string { return OwnerAccessPrefix + teams
 // (teamspace-owner-updates) refuses any other change by an owner.
 var OwnerVerbs = []string{"get", "watch", "update", "patch"}
 
-// Ready reasons of the owners' ClusterRole. Conflict: a ClusterRole of its
-// name exists that the TeamSpace does not own; its owners are bound to
-// nothing until it is gone.
-const (
-	ReasonClusterRolePending   = "ClusterRolePending"
-	ReasonClusterRoleOutOfDate = "ClusterRoleOutOfDate"
-	ReasonClusterRoleConflict  = "ClusterRoleConflict"
-)
-
 // ownerRoleType is the owners' ClusterRole, asked for when the spec lists
 // owners. Its rules are compared exactly: a rule added by hand is a
 // difference (the engine replaces the list, which has no merge key).
@@ -42,15 +35,15 @@ var ownerRoleType = &childType{
 	name:            func(u *unit) string { return OwnerAccessName(u.teamspace) },
 	once:            true,
 	optional:        true,
-	pendingReason:   ReasonClusterRolePending,
-	outOfDateReason: ReasonClusterRoleOutOfDate,
+	pendingReason:   v1alpha1.ReasonClusterRolePending,
+	outOfDateReason: v1alpha1.ReasonClusterRoleOutOfDate,
 	newObject:       func() object { return &rbacv1.ClusterRole{} },
 	build: func(u *unit, _ *Object) object {
 		if len(u.spec.Owners) == 0 {
 			return nil
 		}
 		return &rbacv1.ClusterRole{Rules: []rbacv1.PolicyRule{{
-			APIGroups:     []string{Group},
+			APIGroups:     []string{v1alpha1.Group},
 			Resources:     []string{"teamspaces"},
 			ResourceNames: []string{u.teamspace},
 			Verbs:         OwnerVerbs,

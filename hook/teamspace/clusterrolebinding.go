@@ -1,11 +1,9 @@
 package teamspace
 
-import rbacv1 "k8s.io/api/rbac/v1"
+import (
+	rbacv1 "k8s.io/api/rbac/v1"
 
-// Ready reasons of the owners' ClusterRoleBinding.
-const (
-	ReasonClusterRoleBindingPending   = "ClusterRoleBindingPending"
-	ReasonClusterRoleBindingOutOfDate = "ClusterRoleBindingOutOfDate"
+	"github.com/labhub/teamspace/hook/api/v1alpha1"
 )
 
 // ownerBindingType binds the owners to their ClusterRole. Like the
@@ -18,8 +16,8 @@ var ownerBindingType = &childType{
 	once:            true,
 	after:           ownerRoleType,
 	optional:        true,
-	pendingReason:   ReasonClusterRoleBindingPending,
-	outOfDateReason: ReasonClusterRoleBindingOutOfDate,
+	pendingReason:   v1alpha1.ReasonClusterRoleBindingPending,
+	outOfDateReason: v1alpha1.ReasonClusterRoleBindingOutOfDate,
 	newObject:       func() object { return &rbacv1.ClusterRoleBinding{} },
 	build: func(u *unit, _ *Object) object {
 		if len(u.spec.Owners) == 0 {

@@ -1,60 +1,34 @@
 package teamspace
 
 import (
-	"github.com/labhub/teamspace/hook/api/v1alpha1"
 	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-)
 
-// The conditions a TeamSpace reports. Ready is always there. Reconciling
-// and Stalled follow the "abnormal-true" convention of kstatus
-// (sigs.k8s.io/cli-utils, what Flux and kpt wait with), present only while
-// they are True: Reconciling while the TeamSpace is on its way (kstatus
-// InProgress), Stalled where a person must act (kstatus Failed). Ready
-// True has neither (kstatus Current).
-const (
-	ConditionReady       = "Ready"
-	ConditionReconciling = "Reconciling"
-	ConditionStalled     = "Stalled"
+	"github.com/labhub/teamspace/hook/api/v1alpha1"
 )
 
 // stalledReasons are the Ready reasons no sync can end: the spec, a
 // conflict, the requester's allowance, the platform's limits or a
 // reserved owner must change first.
 var stalledReasons = []string{
-	ReasonInvalidSpec, ReasonNamespaceConflict, ReasonClusterRoleConflict,
-	v1alpha1.ReasonAllowanceExceeded, v1alpha1.ReasonLimitsInvalid, ReasonOwnerReserved,
-	ReasonNamespaceKept,
+	v1alpha1.ReasonInvalidSpec, v1alpha1.ReasonNamespaceConflict, v1alpha1.ReasonClusterRoleConflict,
+	v1alpha1.ReasonAllowanceExceeded, v1alpha1.ReasonLimitsInvalid, v1alpha1.ReasonOwnerReserved,
+	v1alpha1.ReasonNamespaceKept,
 }
-
-// Reasons of the Ready condition that are not one child type's; each type
-// declares its own pending and out-of-date reasons in its file.
-const (
-	ReasonReady       = "Ready"
-	ReasonInvalidSpec = "InvalidSpec"
-	// ReasonCreating: the namespace is missing or Active and none of the
-	// children inside it exist yet (a new TeamSpace, or one whose
-	// namespace was deleted).
-	ReasonCreating = "Creating"
-	// ReasonChildRemoving: a child the spec no longer asks for (owners
-	// removed, networkIsolation false) is still there.
-	ReasonChildRemoving = "ChildRemoving"
-	ReasonDeleting      = "Deleting"
-)
 
 // conditions are the TeamSpace's conditions for a Ready status, reason
 // and message: Ready, and beside a Ready that is not True, Reconciling or
 // Stalled (by reason) with the same reason and message.
 func conditions(r *Request, status metav1.ConditionStatus, reason, message string) []metav1.Condition {
-	cs := []metav1.Condition{condition(r, ConditionReady, status, reason, message)}
+	cs := []metav1.Condition{condition(r, v1alpha1.ConditionReady, status, reason, message)}
 	if status == metav1.ConditionTrue {
 		return cs
 	}
-	abnormal := ConditionReconciling
+	abnormal := v1alpha1.ConditionReconciling
 	if slices.Contains(stalledReasons, reason) {
-		abnormal = ConditionStalled
+		abnormal = v1alpha1.ConditionStalled
 	}
 	return append(cs, condition(r, abnormal, metav1.ConditionTrue, reason, message))
 }

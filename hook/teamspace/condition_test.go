@@ -5,6 +5,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/labhub/teamspace/hook/api/v1alpha1"
 )
 
 func TestReadyConditionTransitionTime(t *testing.T) {
@@ -20,11 +22,11 @@ func TestReadyConditionTransitionTime(t *testing.T) {
 		want     metav1.Time
 	}{
 		{name: "first condition takes the newest time in the request", status: metav1.ConditionFalse, want: childCreated},
-		{name: "same status keeps the old time", previous: []metav1.Condition{{Type: ConditionReady, Status: metav1.ConditionFalse, LastTransitionTime: old}}, status: metav1.ConditionFalse, want: old},
-		{name: "same status, other reason, keeps the old time", previous: []metav1.Condition{{Type: ConditionReady, Status: metav1.ConditionFalse, Reason: "QuotaPending", LastTransitionTime: old}}, status: metav1.ConditionFalse, want: old},
-		{name: "changed status takes the newest time", previous: []metav1.Condition{{Type: ConditionReady, Status: metav1.ConditionTrue, LastTransitionTime: old}}, status: metav1.ConditionFalse, want: childCreated},
+		{name: "same status keeps the old time", previous: []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, LastTransitionTime: old}}, status: metav1.ConditionFalse, want: old},
+		{name: "same status, other reason, keeps the old time", previous: []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: "QuotaPending", LastTransitionTime: old}}, status: metav1.ConditionFalse, want: old},
+		{name: "changed status takes the newest time", previous: []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, LastTransitionTime: old}}, status: metav1.ConditionFalse, want: childCreated},
 		{name: "other condition types are ignored", previous: []metav1.Condition{{Type: "Other", Status: metav1.ConditionFalse, LastTransitionTime: old}}, status: metav1.ConditionFalse, want: childCreated},
-		{name: "zero old time is replaced", previous: []metav1.Condition{{Type: ConditionReady, Status: metav1.ConditionFalse}}, status: metav1.ConditionFalse, want: childCreated},
+		{name: "zero old time is replaced", previous: []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse}}, status: metav1.ConditionFalse, want: childCreated},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -33,7 +35,7 @@ func TestReadyConditionTransitionTime(t *testing.T) {
 				ManagedFields: []ManagedFieldsTime{{Time: &edited}},
 			}}, Children: map[string]ObjectMap{namespaceType.key: {"team-a": {Metadata: Meta{CreationTimestamp: childCreated}}}}}
 			r.Parent.Status.Conditions = tt.previous
-			c := condition(r, ConditionReady, tt.status, "Reason", "message")
+			c := condition(r, v1alpha1.ConditionReady, tt.status, "Reason", "message")
 			if !c.LastTransitionTime.Equal(&tt.want) {
 				t.Errorf("lastTransitionTime = %v, want %v", c.LastTransitionTime, tt.want)
 			}

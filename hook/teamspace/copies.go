@@ -6,10 +6,11 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/labhub/teamspace/hook/api/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/labhub/teamspace/hook/api/v1alpha1"
 )
 
 // What the platform puts in every team namespace (issue #53): an object of
@@ -24,12 +25,6 @@ import (
 // them), and re-syncs every TeamSpace when one changes: that is the whole
 // propagation, one sync per TeamSpace.
 const (
-	// TemplateLabel marks a template; its value must be "true".
-	TemplateLabel = Group + "/template"
-	// TemplateSelectorAnnotation, on a template, is a label selector of
-	// TeamSpaces ("tier=gold", as kubectl get -l takes it): only those
-	// get the copy. Absent or empty: every TeamSpace.
-	TemplateSelectorAnnotation = Group + "/teamspace-selector"
 	// TemplatesNamespace is where templates live; the label anywhere else
 	// copies nothing (and teamspace-templates refuses it).
 	TemplatesNamespace = v1alpha1.SystemNamespace
@@ -166,9 +161,9 @@ func ownName(k *copyKind, name string, u *unit) bool {
 // annotations are not copied (ours would select nothing there, kubectl's
 // would describe the template).
 func copyOf(t *template, u *unit) map[string]any {
-	lbls := map[string]any{TeamSpaceLabel: u.teamspace}
+	lbls := map[string]any{v1alpha1.TeamSpaceLabel: u.teamspace}
 	for k, v := range t.obj.Metadata.Labels {
-		if k != TemplateLabel && k != TeamSpaceLabel {
+		if k != v1alpha1.TemplateLabel && k != v1alpha1.TeamSpaceLabel {
 			lbls[k] = v
 		}
 	}
@@ -307,7 +302,7 @@ func invalidTemplates(all []*template) []TemplateStatus {
 	for _, t := range all {
 		if t.err != nil {
 			out = append(out, TemplateStatus{Template: t.String(), Reason: TemplateInvalidSelector,
-				Message: fmt.Sprintf("annotation %s of %s/%s: %v; copied to no TeamSpace until it is fixed", TemplateSelectorAnnotation, TemplatesNamespace, t.obj.Metadata.Name, t.err)})
+				Message: fmt.Sprintf("annotation %s of %s/%s: %v; copied to no TeamSpace until it is fixed", v1alpha1.TemplateSelectorAnnotation, TemplatesNamespace, t.obj.Metadata.Name, t.err)})
 		}
 	}
 	return out

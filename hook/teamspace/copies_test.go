@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/labhub/teamspace/hook/api/v1alpha1"
 )
 
 // templateObject is a template of the platform's as the engine shows it
@@ -18,9 +20,9 @@ func templateObject(t *testing.T, kind, name, selector, content string) *Object 
 		t.Fatal(err)
 	}
 	o.APIVersion, o.Kind = k.apiVersion, kind
-	o.Metadata = Meta{Name: name, Namespace: TemplatesNamespace, Labels: map[string]string{TemplateLabel: "true", "app": "platform"}}
+	o.Metadata = Meta{Name: name, Namespace: TemplatesNamespace, Labels: map[string]string{v1alpha1.TemplateLabel: "true", "app": "platform"}}
 	if selector != "" {
-		o.Metadata.Annotations = map[string]string{TemplateSelectorAnnotation: selector}
+		o.Metadata.Annotations = map[string]string{v1alpha1.TemplateSelectorAnnotation: selector}
 	}
 	return o
 }
@@ -148,8 +150,8 @@ func TestCopiesRoundTrip(t *testing.T) {
 			if len(first.Status.Templates) != 1 || first.Status.Templates[0].Reason != TemplateNotCopied {
 				t.Errorf("status.templates before the copy is there: %+v, want one NotCopied", first.Status.Templates)
 			}
-			if got := copies[0]["metadata"].(map[string]any)["labels"]; !cmp.Equal(got, map[string]any{TeamSpaceLabel: "alpha", "app": "platform"}) {
-				t.Errorf("copy labels %v, want the template's without %s, with the TeamSpace's", got, TemplateLabel)
+			if got := copies[0]["metadata"].(map[string]any)["labels"]; !cmp.Equal(got, map[string]any{v1alpha1.TeamSpaceLabel: "alpha", "app": "platform"}) {
+				t.Errorf("copy labels %v, want the template's without %s, with the TeamSpace's", got, v1alpha1.TemplateLabel)
 			}
 			objects := func(resp *Response) map[string]any {
 				for _, ch := range resp.Children {
@@ -268,14 +270,14 @@ func TestCopiesCountsAsked(t *testing.T) {
 		wantReason string
 		wantCM     string
 	}{
-		{name: "template added: count not raised yet", template: true, observedCM: "10", wantReason: ReasonReady, wantCM: "11"},
-		{name: "copy there, count raised", template: true, copyThere: true, observedCM: "11", wantReason: ReasonReady, wantCM: "11"},
-		{name: "copy there, count not raised yet (a hand edit)", template: true, copyThere: true, observedCM: "10", wantReason: ReasonQuotaOutOfDate, wantCM: "11"},
-		{name: "template gone, its copy still there", copyThere: true, observedCM: "11", wantReason: ReasonReady, wantCM: "10"},
-		{name: "template gone, copy gone, count still raised", observedCM: "11", wantReason: ReasonQuotaOutOfDate, wantCM: "10"},
-		{name: "the team's object holds the name: count raised, no copy", template: true, observedCM: "11", wantReason: ReasonReady, wantCM: "11"},
-		{name: "count above the copies asked", template: true, observedCM: "12", wantReason: ReasonQuotaOutOfDate, wantCM: "11"},
-		{name: "count below the spec", template: true, observedCM: "9", wantReason: ReasonQuotaOutOfDate, wantCM: "11"},
+		{name: "template added: count not raised yet", template: true, observedCM: "10", wantReason: v1alpha1.ReasonReady, wantCM: "11"},
+		{name: "copy there, count raised", template: true, copyThere: true, observedCM: "11", wantReason: v1alpha1.ReasonReady, wantCM: "11"},
+		{name: "copy there, count not raised yet (a hand edit)", template: true, copyThere: true, observedCM: "10", wantReason: v1alpha1.ReasonQuotaOutOfDate, wantCM: "11"},
+		{name: "template gone, its copy still there", copyThere: true, observedCM: "11", wantReason: v1alpha1.ReasonReady, wantCM: "10"},
+		{name: "template gone, copy gone, count still raised", observedCM: "11", wantReason: v1alpha1.ReasonQuotaOutOfDate, wantCM: "10"},
+		{name: "the team's object holds the name: count raised, no copy", template: true, observedCM: "11", wantReason: v1alpha1.ReasonReady, wantCM: "11"},
+		{name: "count above the copies asked", template: true, observedCM: "12", wantReason: v1alpha1.ReasonQuotaOutOfDate, wantCM: "11"},
+		{name: "count below the spec", template: true, observedCM: "9", wantReason: v1alpha1.ReasonQuotaOutOfDate, wantCM: "11"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

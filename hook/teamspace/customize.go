@@ -39,7 +39,7 @@ func Customize(r *Request) *CustomizeResponse {
 			Namespace:  v1alpha1.SystemNamespace,
 			Names:      []string{v1alpha1.LimitsName},
 		}, RelatedResourceRule{
-			APIVersion:    APIVersion,
+			APIVersion:    v1alpha1.APIVersion,
 			Resource:      "teamspaces",
 			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{v1alpha1.RequesterLabel: req.Label}},
 		})

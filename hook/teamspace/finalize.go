@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/labhub/teamspace/hook/api/v1alpha1"
 )
 
 // ArchiveRetrySeconds is how soon the engine calls finalize again while the
@@ -14,9 +16,6 @@ import (
 // enough that a deletion goes on soon after the store is back, rarely enough
 // to cost nothing.
 const ArchiveRetrySeconds = 10
-
-// ReasonArchivePending says a deletion waits for its archive record.
-const ReasonArchivePending = "ArchivePending"
 
 // FinalizeResyncSeconds is how soon the engine calls finalize again while
 // children are still being deleted; namespace deletion is usually done in a
@@ -72,13 +71,13 @@ func Finalize(r *Request, record string) *Response {
 	if !r.hasChildren() {
 		done := true
 		resp.Finalized = &done
-		resp.setReady(r, metav1.ConditionFalse, ReasonDeleting, fmt.Sprintf("archived as %s; all children are deleted", record))
+		resp.setReady(r, metav1.ConditionFalse, v1alpha1.ReasonDeleting, fmt.Sprintf("archived as %s; all children are deleted", record))
 		return resp
 	}
 	notDone := false
 	resp.Finalized = &notDone
 	resp.ResyncAfterSeconds = FinalizeResyncSeconds
-	resp.setReady(r, metav1.ConditionFalse, ReasonDeleting, fmt.Sprintf("archived as %s; waiting for %s to be deleted", record, strings.Join(r.remainingChildren(), ", ")))
+	resp.setReady(r, metav1.ConditionFalse, v1alpha1.ReasonDeleting, fmt.Sprintf("archived as %s; waiting for %s to be deleted", record, strings.Join(r.remainingChildren(), ", ")))
 	return resp
 }
 
@@ -123,6 +122,6 @@ func FinalizeBlocked(r *Request, err error) *Response {
 	notDone := false
 	resp.Finalized = &notDone
 	resp.ResyncAfterSeconds = ArchiveRetrySeconds
-	resp.setReady(r, metav1.ConditionFalse, ReasonArchivePending, fmt.Sprintf("deletion waits for the archive record: %v; nothing is deleted until it is stored (retrying every %d s)", err, ArchiveRetrySeconds))
+	resp.setReady(r, metav1.ConditionFalse, v1alpha1.ReasonArchivePending, fmt.Sprintf("deletion waits for the archive record: %v; nothing is deleted until it is stored (retrying every %d s)", err, ArchiveRetrySeconds))
 	return resp
 }

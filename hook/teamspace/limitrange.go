@@ -4,21 +4,16 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/labhub/teamspace/hook/api/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/labhub/teamspace/hook/api/v1alpha1"
 )
 
 // LimitRangeName is the LimitRange that gives containers without requests
 // a default request, so that quota admission (which refuses a pod without
 // requests.cpu once the quota limits it) admits them.
 const LimitRangeName = "team-defaults"
-
-// Ready reasons of the LimitRange.
-const (
-	ReasonLimitRangePending   = "LimitRangePending"
-	ReasonLimitRangeOutOfDate = "LimitRangeOutOfDate"
-)
 
 // parseDefaults reads spec.defaults and fills spec's DefaultRequestCPU and
 // DefaultRequestMemory: the override if given (at most the namespace's total),
@@ -95,8 +90,8 @@ var limitRangeType = &childType{
 	kind:            "LimitRange",
 	name:            func(*unit) string { return LimitRangeName },
 	namespaced:      true,
-	pendingReason:   ReasonLimitRangePending,
-	outOfDateReason: ReasonLimitRangeOutOfDate,
+	pendingReason:   v1alpha1.ReasonLimitRangePending,
+	outOfDateReason: v1alpha1.ReasonLimitRangeOutOfDate,
 	newObject:       func() object { return &corev1.LimitRange{} },
 	build: func(u *unit, _ *Object) object {
 		spec := u.spec
@@ -127,7 +122,7 @@ var limitRangeType = &childType{
 	// The quotas of its namespace (QuotasAnnotation, quotas.go) are
 	// kept with it, as last applied, but not compared: each quota is, as
 	// the DecoratorController reports it.
-	content:  func(obj object) object { return limitRangeContent(obj, QuotasAnnotation) },
+	content:  func(obj object) object { return limitRangeContent(obj, v1alpha1.QuotasAnnotation) },
 	compared: func(obj object) object { return limitRangeContent(obj) },
 	ready: func(u *unit) string {
 		spec := u.spec

@@ -7,6 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/labhub/teamspace/hook/api/v1alpha1"
 )
 
 // Pod Security admission labels of the team namespace.
@@ -15,40 +17,9 @@ const (
 	PodSecurityEnforceVersionLabel = "pod-security.kubernetes.io/enforce-version"
 )
 
-// NetworkIsolationLabel ("true") marks a team namespace whose TeamSpace
-// asks for isolation: hack/deploy/namespaces.yaml then refuses its owners a
-// NetworkPolicy that admits ingress from outside it (an admission policy
-// cannot read the TeamSpace, it can read the namespace's labels). Absent
-// when isolation is off.
-const NetworkIsolationLabel = "platform.labhub.io/network-isolation"
-
-// NodeSelectorLabel ("true") marks a team namespace whose TeamSpace has a
-// node selector (its pairs are annotation NodeSelectorAnnotation): the
-// node selector policies of hack/deploy/team-use.yaml select namespaces by
-// it, so that a pod in any other namespace costs them nothing (an
-// admission policy's matchConditions cannot read the namespace). Absent
-// without spec.nodeSelector.
-const NodeSelectorLabel = "platform.labhub.io/node-selector"
-
 // ownedNamespaceLabels are the namespace's labels the hook owns besides
 // the TeamSpace label.
-var ownedNamespaceLabels = []string{PodSecurityEnforceLabel, PodSecurityEnforceVersionLabel, NetworkIsolationLabel, NodeSelectorLabel}
-
-// Ready reasons of the namespace. Pending, terminating and not Active hold
-// back every child inside it; NamespaceConflict means it belongs to someone
-// else and is never adopted.
-const (
-	ReasonNamespacePending     = "NamespacePending"
-	ReasonNamespaceTerminating = "NamespaceTerminating"
-	ReasonNamespaceNotActive   = "NamespaceNotActive"
-	ReasonNamespaceConflict    = "NamespaceConflict"
-	// ReasonNamespaceOutOfDate: the namespace's labels (Pod Security)
-	// differ from the spec.
-	ReasonNamespaceOutOfDate = "NamespaceOutOfDate"
-	// ReasonNamespaceKept: an extra namespace whose entry was removed from
-	// spec.namespaces is kept with everything in it (sync.go keepUnasked).
-	ReasonNamespaceKept = "NamespaceKept"
-)
+var ownedNamespaceLabels = []string{PodSecurityEnforceLabel, PodSecurityEnforceVersionLabel, v1alpha1.NetworkIsolationLabel, v1alpha1.NodeSelectorLabel}
 
 // namespaceType is namespace team-<name>, labelled with its TeamSpace and
 // the Pod Security level it enforces (always the latest version of the
@@ -57,20 +28,20 @@ var namespaceType = &childType{
 	apiVersion:      "v1",
 	kind:            "Namespace",
 	name:            func(u *unit) string { return u.namespace },
-	pendingReason:   ReasonNamespacePending,
-	outOfDateReason: ReasonNamespaceOutOfDate,
+	pendingReason:   v1alpha1.ReasonNamespacePending,
+	outOfDateReason: v1alpha1.ReasonNamespaceOutOfDate,
 	newObject:       func() object { return &corev1.Namespace{} },
 	build: func(u *unit, _ *Object) object {
 		spec := u.spec
 		ns := namespaceEnforcing(spec.PodSecurity)
 		if spec.NetworkIsolation {
-			ns.Labels[NetworkIsolationLabel] = "true"
+			ns.Labels[v1alpha1.NetworkIsolationLabel] = "true"
 		}
 		if len(spec.NamespaceAnnotations) > 0 {
 			ns.Annotations = maps.Clone(spec.NamespaceAnnotations)
 		}
-		if _, ok := spec.NamespaceAnnotations[NodeSelectorAnnotation]; ok {
-			ns.Labels[NodeSelectorLabel] = "true"
+		if _, ok := spec.NamespaceAnnotations[v1alpha1.NodeSelectorAnnotation]; ok {
+			ns.Labels[v1alpha1.NodeSelectorLabel] = "true"
 		}
 		return ns
 	},
@@ -177,12 +148,12 @@ func (r *Request) namespaceNotReady(u *unit) (reason, message string, ok bool) {
 		// engine records the error as a SyncError event on the TeamSpace:
 		// say where to look, e.g. for a create refused by the reserved
 		// team- prefix (namespaces.yaml) when the engine lacks its grant.
-		return ReasonNamespacePending, fmt.Sprintf(
+		return v1alpha1.ReasonNamespacePending, fmt.Sprintf(
 			"waiting for namespace %s to be created; if this lasts, the engine's error is in the TeamSpace's events (kubectl describe teamspace %s)", nsName, name), true
 	case namespaceTerminating:
-		return ReasonNamespaceTerminating, fmt.Sprintf("namespace %s is terminating; it is created again once it is gone", nsName), true
+		return v1alpha1.ReasonNamespaceTerminating, fmt.Sprintf("namespace %s is terminating; it is created again once it is gone", nsName), true
 	case namespaceNotActive:
-		return ReasonNamespaceNotActive, fmt.Sprintf("namespace %s is in phase %q, want Active", nsName, r.observed(namespaceType, u).Status.Phase), true
+		return v1alpha1.ReasonNamespaceNotActive, fmt.Sprintf("namespace %s is in phase %q, want Active", nsName, r.observed(namespaceType, u).Status.Phase), true
 	}
 	return "", "", false
 }
@@ -198,9 +169,9 @@ func describeLabels(labels map[string]string) string {
 		}
 		return "<unset>"
 	}
-	s := fmt.Sprintf("%s=%s, enforce=%s, enforce-version=%s, network-isolation=%s", TeamSpaceLabel, get(TeamSpaceLabel), get(PodSecurityEnforceLabel), get(PodSecurityEnforceVersionLabel), get(NetworkIsolationLabel))
+	s := fmt.Sprintf("%s=%s, enforce=%s, enforce-version=%s, network-isolation=%s", v1alpha1.TeamSpaceLabel, get(v1alpha1.TeamSpaceLabel), get(PodSecurityEnforceLabel), get(PodSecurityEnforceVersionLabel), get(v1alpha1.NetworkIsolationLabel))
 	// Named only where it is set: most namespaces never have it.
-	if v, ok := labels[NodeSelectorLabel]; ok {
+	if v, ok := labels[v1alpha1.NodeSelectorLabel]; ok {
 		s += ", node-selector=" + v
 	}
 	return s

@@ -4,17 +4,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/labhub/teamspace/hook/api/v1alpha1"
 )
 
 // NetworkPolicyName is the policy that admits ingress to the team's pods
 // only from pods of the same namespace.
 const NetworkPolicyName = "team-isolation"
-
-// Ready reasons of the NetworkPolicy.
-const (
-	ReasonNetworkPolicyPending   = "NetworkPolicyPending"
-	ReasonNetworkPolicyOutOfDate = "NetworkPolicyOutOfDate"
-)
 
 // networkPolicyType is team-isolation, asked for while spec.networkIsolation
 // is true (its default): it selects every pod of the namespace and allows
@@ -26,8 +22,8 @@ var networkPolicyType = &childType{
 	name:            func(*unit) string { return NetworkPolicyName },
 	namespaced:      true,
 	optional:        true,
-	pendingReason:   ReasonNetworkPolicyPending,
-	outOfDateReason: ReasonNetworkPolicyOutOfDate,
+	pendingReason:   v1alpha1.ReasonNetworkPolicyPending,
+	outOfDateReason: v1alpha1.ReasonNetworkPolicyOutOfDate,
 	newObject:       func() object { return &networkingv1.NetworkPolicy{} },
 	build: func(u *unit, _ *Object) object {
 		if !u.spec.NetworkIsolation {

@@ -53,7 +53,7 @@ func (r *Request) namespaceStatuses(all, unasked []*unit, conflicts map[*unit]st
 		if r.quotasViaDecorator() {
 			// As the DecoratorController reports it (quotas.go).
 			if c := r.carrier(u); c != nil {
-				s.Message = c.Metadata.Annotations[OverShareAnnotation]
+				s.Message = c.Metadata.Annotations[v1alpha1.OverShareAnnotation]
 			}
 		} else if quota := r.observed(quotaType, u); quota != nil {
 			s.Usage = quotaUsage(quota)

@@ -9,9 +9,10 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/labhub/teamspace/hook/api/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/labhub/teamspace/hook/api/v1alpha1"
 )
 
 // ObjectsQuotaName is the second ResourceQuota of a team namespace: object
@@ -164,8 +165,8 @@ var objectsQuotaType = &childType{
 	namespaced:      true,
 	viaDecorator:    true,
 	optional:        true,
-	pendingReason:   ReasonQuotaPending,
-	outOfDateReason: ReasonQuotaOutOfDate,
+	pendingReason:   v1alpha1.ReasonQuotaPending,
+	outOfDateReason: v1alpha1.ReasonQuotaOutOfDate,
 	newObject:       func() object { return &corev1.ResourceQuota{} },
 	build: func(u *unit, _ *Object) object {
 		hard := objectsHard(u)

@@ -5,16 +5,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/labhub/teamspace/hook/api/v1alpha1"
 )
 
 // QuotaName is the ResourceQuota in every team namespace.
 const QuotaName = "team-quota"
-
-// Ready reasons of the quota.
-const (
-	ReasonQuotaPending   = "QuotaPending"
-	ReasonQuotaOutOfDate = "QuotaOutOfDate"
-)
 
 // Quota keys the hook owns in the quota's spec.hard, in message order.
 var hardKeys = []corev1.ResourceName{corev1.ResourcePods, corev1.ResourceRequestsCPU, corev1.ResourceRequestsMemory}
@@ -29,8 +25,8 @@ var quotaType = &childType{
 	name:            func(*unit) string { return QuotaName },
 	namespaced:      true,
 	viaDecorator:    true,
-	pendingReason:   ReasonQuotaPending,
-	outOfDateReason: ReasonQuotaOutOfDate,
+	pendingReason:   v1alpha1.ReasonQuotaPending,
+	outOfDateReason: v1alpha1.ReasonQuotaOutOfDate,
 	// A quota made before children carried the TeamSpace label (recorded
 	// requests in tests/testdata) counts as up to date while its limits are:
 	// the engine adds the label with its next write of the quota.

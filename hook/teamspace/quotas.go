@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/labhub/teamspace/hook/api/v1alpha1"
 )
 
 // A team namespace's quotas are not the CompositeController's children but
@@ -41,20 +43,6 @@ import (
 // namespace (the DecoratorController as issue #54 shipped it) is still
 // answered, so that the hook may be upgraded first.
 const (
-	// QuotasAnnotation on a team namespace's LimitRange is the quotas the
-	// namespace holds: a JSON object of quota name (team-quota,
-	// team-objects) to spec.hard, in the canonical form the API server
-	// stores. Written by Sync.
-	QuotasAnnotation = Group + "/quotas"
-	// QuotasObservedAnnotation is what the quotas in the namespace hold,
-	// in the same form: the spec.hard of each that exists; absent while
-	// none does. Written by Quotas.
-	QuotasObservedAnnotation = Group + "/quotas-observed"
-	// OverShareAnnotation says where team-quota reports more used than
-	// its limit (a share lowered below what runs), absent otherwise: it
-	// changes only when that starts or ends, never per pod. Written by
-	// Quotas.
-	OverShareAnnotation = Group + "/over-share"
 	// QuotasControllerName is the DecoratorController that makes the
 	// quotas.
 	QuotasControllerName = "teamspace-quotas"
@@ -98,8 +86,8 @@ func (r *QuotasRequest) Validate() error {
 	default:
 		return badRequest("WrongKind", "object is apiVersion %q kind %q, want a LimitRange", p.APIVersion, p.Kind)
 	}
-	if ns := r.namespace(); p.Metadata.Labels[TeamSpaceLabel] == "" || !strings.HasPrefix(ns, NamespacePrefix) {
-		return badRequest("NotATeamNamespace", "namespace %q is not a team namespace (no label %s, or not named %s*)", ns, TeamSpaceLabel, NamespacePrefix)
+	if ns := r.namespace(); p.Metadata.Labels[v1alpha1.TeamSpaceLabel] == "" || !strings.HasPrefix(ns, NamespacePrefix) {
+		return badRequest("NotATeamNamespace", "namespace %q is not a team namespace (no label %s, or not named %s*)", ns, v1alpha1.TeamSpaceLabel, NamespacePrefix)
 	}
 	return onlyAttachments(r.Attachments, QuotasControllerName, quotaType.key, quotaType.kind)
 }
@@ -128,7 +116,7 @@ func onlyAttachments(attachments map[string]ObjectMap, controller, key, kind str
 // weakened, and records the error as an event on the parent.
 func Quotas(r *QuotasRequest) (*QuotasResponse, error) {
 	p, ns := r.Object, r.namespace()
-	desired, err := quotasOf(p.Metadata.Annotations, QuotasAnnotation)
+	desired, err := quotasOf(p.Metadata.Annotations, v1alpha1.QuotasAnnotation)
 	if err != nil {
 		return nil, badRequest("InvalidQuotas", "%s: %v; its quotas are kept as they are", r.parentName(), err)
 	}
@@ -136,7 +124,7 @@ func Quotas(r *QuotasRequest) (*QuotasResponse, error) {
 	for _, name := range slices.Sorted(maps.Keys(desired)) {
 		q := &corev1.ResourceQuota{Spec: corev1.ResourceQuotaSpec{Hard: desired[name]}}
 		q.Name, q.Namespace = name, ns
-		q.Labels = map[string]string{TeamSpaceLabel: p.Metadata.Labels[TeamSpaceLabel]}
+		q.Labels = map[string]string{v1alpha1.TeamSpaceLabel: p.Metadata.Labels[v1alpha1.TeamSpaceLabel]}
 		resp.Attachments = append(resp.Attachments, quotaType.answer(q))
 	}
 
@@ -157,14 +145,14 @@ func Quotas(r *QuotasRequest) (*QuotasResponse, error) {
 	}
 	// Nothing there is no report at all: a new namespace costs no write
 	// (and no sync of its TeamSpace) before its quotas exist.
-	resp.Annotations[QuotasObservedAnnotation] = nil // deletes it
+	resp.Annotations[v1alpha1.QuotasObservedAnnotation] = nil // deletes it
 	if len(observed) > 0 {
 		report := encodeQuotas(observed)
-		resp.Annotations[QuotasObservedAnnotation] = &report
+		resp.Annotations[v1alpha1.QuotasObservedAnnotation] = &report
 	}
-	resp.Annotations[OverShareAnnotation] = nil
+	resp.Annotations[v1alpha1.OverShareAnnotation] = nil
 	if overShareMsg != "" {
-		resp.Annotations[OverShareAnnotation] = &overShareMsg
+		resp.Annotations[v1alpha1.OverShareAnnotation] = &overShareMsg
 	}
 	return resp, nil
 }

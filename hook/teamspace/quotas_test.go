@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/labhub/teamspace/hook/api/v1alpha1"
 	"github.com/labhub/teamspace/tests/golden"
 )
 
@@ -77,10 +78,10 @@ func viaDecorator(t *testing.T, r *Request) *Request {
 		if o.Metadata.Annotations == nil {
 			o.Metadata.Annotations = map[string]string{}
 		}
-		o.Metadata.Annotations[QuotasObservedAnnotation] = encodeQuotas(observed[ns])
+		o.Metadata.Annotations[v1alpha1.QuotasObservedAnnotation] = encodeQuotas(observed[ns])
 		o.Metadata.ManagedFields = append(o.Metadata.ManagedFields, written[ns]...)
 		if msg := overShares[ns]; msg != "" {
-			o.Metadata.Annotations[OverShareAnnotation] = msg
+			o.Metadata.Annotations[v1alpha1.OverShareAnnotation] = msg
 		}
 		var last map[string]any
 		if json.Unmarshal([]byte(o.Metadata.Annotations[LastAppliedAnnotation]), &last) != nil {
@@ -95,7 +96,7 @@ func viaDecorator(t *testing.T, r *Request) *Request {
 			annotations = map[string]any{}
 			meta["annotations"] = annotations
 		}
-		annotations[QuotasAnnotation] = encodeQuotas(applied[ns])
+		annotations[v1alpha1.QuotasAnnotation] = encodeQuotas(applied[ns])
 		b, _ := json.Marshal(last)
 		o.Metadata.Annotations[LastAppliedAnnotation] = string(b)
 	}
@@ -134,13 +135,13 @@ func withoutQuotas(t *testing.T, resp *Response) (answer map[string]any, childre
 			continue
 		case "LimitRange":
 			if a, ok := meta["annotations"].(map[string]any); ok {
-				if v, ok := a[QuotasAnnotation].(string); ok {
-					quotas, err := quotasOf(map[string]string{QuotasAnnotation: v}, QuotasAnnotation)
+				if v, ok := a[v1alpha1.QuotasAnnotation].(string); ok {
+					quotas, err := quotasOf(map[string]string{v1alpha1.QuotasAnnotation: v}, v1alpha1.QuotasAnnotation)
 					if err != nil {
 						t.Fatal(err)
 					}
 					annotated[meta["namespace"].(string)] = quotas
-					delete(a, QuotasAnnotation)
+					delete(a, v1alpha1.QuotasAnnotation)
 				}
 				if len(a) == 0 {
 					delete(meta, "annotations")
@@ -205,7 +206,7 @@ func TestQuotasViaDecoratorAnswerAsChildren(t *testing.T) {
 			}
 			for ns, quotas := range children {
 				if diff := cmp.Diff(quotas, annotated[ns]); diff != "" {
-					t.Errorf("namespace %s: its LimitRange's annotation %s is not the quotas answered as children (-children +annotation):\n%s", ns, QuotasAnnotation, diff)
+					t.Errorf("namespace %s: its LimitRange's annotation %s is not the quotas answered as children (-children +annotation):\n%s", ns, v1alpha1.QuotasAnnotation, diff)
 				}
 			}
 		})
@@ -265,7 +266,7 @@ func TestQuotasRoundTrip(t *testing.T) {
 	}
 	req := viaDecorator(t, &r)
 	lr := req.Children[quotasCarrier.key]["team-delta/"+LimitRangeName]
-	delete(lr.Metadata.Annotations, QuotasObservedAnnotation)
+	delete(lr.Metadata.Annotations, v1alpha1.QuotasObservedAnnotation)
 
 	ready := func(want string) *Response {
 		t.Helper()
@@ -346,16 +347,16 @@ func TestQuotasRoundTrip(t *testing.T) {
 		return changed
 	}
 
-	applyAnswer(ready(ReasonQuotaPending))
+	applyAnswer(ready(v1alpha1.ReasonQuotaPending))
 	engine(decorate()) // creates team-quota; reports nothing yet
-	ready(ReasonQuotaPending)
+	ready(v1alpha1.ReasonQuotaPending)
 	if !engine(decorate()) { // reports team-quota
 		t.Fatal("the report of the created quota changed nothing")
 	}
 	if engine(decorate()) {
 		t.Error("a second pass over the same quotas wrote something: the engine would write on every pod event")
 	}
-	ready(ReasonReady)
+	ready(v1alpha1.ReasonReady)
 
 	// The spec changes: out of date until the report shows the new quota.
 	var spec map[string]any
@@ -364,12 +365,12 @@ func TestQuotasRoundTrip(t *testing.T) {
 	}
 	spec["pods"] = 5
 	req.Parent.Spec, _ = json.Marshal(spec)
-	applyAnswer(ready(ReasonQuotaOutOfDate))
+	applyAnswer(ready(v1alpha1.ReasonQuotaOutOfDate))
 	engine(decorate()) // updates team-quota
-	ready(ReasonQuotaOutOfDate)
+	ready(v1alpha1.ReasonQuotaOutOfDate)
 	engine(decorate()) // reports it
-	resp := ready(ReasonReady)
-	hard, _ := quotasOf(lr.Metadata.Annotations, QuotasObservedAnnotation)
+	resp := ready(v1alpha1.ReasonReady)
+	hard, _ := quotasOf(lr.Metadata.Annotations, v1alpha1.QuotasObservedAnnotation)
 	if pods := hard[QuotaName][corev1.ResourcePods]; pods.Cmp(resource.MustParse("5")) != 0 {
 		t.Errorf("reported %v, want pods 5", hard)
 	}

@@ -7,23 +7,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
-)
 
-// RemoveNamespacesAnnotation on a TeamSpace confirms the removal of extra
-// namespaces: a comma-separated list of entry names. An extra namespace
-// goes only when its entry is gone from spec.namespaces and this
-// annotation names it, as deleting a protected TeamSpace takes lifting its
-// protection first (guardrails.yaml): dropping an entry alone keeps the
-// namespace with everything in it (NamespaceKept). guardrails.yaml refuses
-// an entry that the annotation names, so that a name left in it never
-// deletes a namespace made again later.
-const RemoveNamespacesAnnotation = Group + "/remove-namespaces"
-
-// Ready reasons of a removal.
-const (
-	// ReasonNamespaceRemoving: a confirmed removal is under way (the
-	// namespace is archived and being deleted).
-	ReasonNamespaceRemoving = "NamespaceRemoving"
+	"github.com/labhub/teamspace/hook/api/v1alpha1"
 )
 
 // NamespaceRemoval is the archive record of an extra namespace removed
@@ -47,7 +32,7 @@ type NamespaceRemoval struct {
 // confirmedEntries are the entry names RemoveNamespacesAnnotation lists.
 func (r *Request) confirmedEntries() []string {
 	var out []string
-	for _, e := range strings.Split(r.Parent.Metadata.Annotations[RemoveNamespacesAnnotation], ",") {
+	for _, e := range strings.Split(r.Parent.Metadata.Annotations[v1alpha1.RemoveNamespacesAnnotation], ",") {
 		if e = strings.TrimSpace(e); e != "" {
 			out = append(out, e)
 		}
@@ -96,10 +81,10 @@ func removingMessages(removed []*unit, blocked error) []string {
 	for _, u := range removed {
 		if blocked != nil {
 			out = append(out, fmt.Sprintf("namespace %s: its removal is confirmed (%s) and waits for the archive record: %v; nothing is deleted until it is stored (retrying every %d s)",
-				u.namespace, RemoveNamespacesAnnotation, blocked, ArchiveRetrySeconds))
+				u.namespace, v1alpha1.RemoveNamespacesAnnotation, blocked, ArchiveRetrySeconds))
 			continue
 		}
-		out = append(out, fmt.Sprintf("namespace %s is archived and being deleted (entry %s removed, confirmed by %s)", u.namespace, u.entry, RemoveNamespacesAnnotation))
+		out = append(out, fmt.Sprintf("namespace %s is archived and being deleted (entry %s removed, confirmed by %s)", u.namespace, u.entry, v1alpha1.RemoveNamespacesAnnotation))
 	}
 	return out
 }

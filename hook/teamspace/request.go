@@ -12,21 +12,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/labhub/teamspace/hook/api/v1alpha1"
 )
 
 // The API this hook serves and the children it manages.
 const (
-	APIVersion = Group + "/v1alpha1"
-	// Group is the API group of TeamSpaces.
-	Group = "platform.labhub.io"
-	Kind  = "TeamSpace"
-
 	// NamespacePrefix + name is the team's namespace.
 	NamespacePrefix = "team-"
 	// MaxNameLength keeps NamespacePrefix+name within a DNS-1123 label.
 	MaxNameLength = validation.DNS1123LabelMaxLength - len(NamespacePrefix)
-	// TeamSpaceLabel marks children with the TeamSpace they belong to.
-	TeamSpaceLabel = "platform.labhub.io/teamspace"
 	// LastAppliedAnnotation is where the engine keeps the child it last applied.
 	LastAppliedAnnotation = "metacontroller.k8s.io/last-applied-configuration"
 )
@@ -154,20 +149,20 @@ func (r *Request) reportedQuota(t *childType, u *unit) *Object {
 	if carrier == nil {
 		return nil
 	}
-	reported, err := quotasOf(carrier.Metadata.Annotations, QuotasObservedAnnotation)
+	reported, err := quotasOf(carrier.Metadata.Annotations, v1alpha1.QuotasObservedAnnotation)
 	hard, ok := reported[t.name(u)]
 	if err != nil || !ok {
 		return nil
 	}
 	spec, _ := json.Marshal(corev1.ResourceQuotaSpec{Hard: hard})
 	o := &Object{APIVersion: t.apiVersion, Kind: t.kind, Spec: spec, Metadata: Meta{
-		Name: t.name(u), Namespace: u.namespace, Labels: map[string]string{TeamSpaceLabel: u.teamspace},
+		Name: t.name(u), Namespace: u.namespace, Labels: map[string]string{v1alpha1.TeamSpaceLabel: u.teamspace},
 	}}
 	// As last applied: what the carrier was last asked to hold, for
 	// what is kept as last applied (childType.kept).
 	var last metav1.PartialObjectMetadata
 	if json.Unmarshal([]byte(carrier.Metadata.Annotations[LastAppliedAnnotation]), &last) == nil {
-		if applied, err := quotasOf(last.Annotations, QuotasAnnotation); err == nil {
+		if applied, err := quotasOf(last.Annotations, v1alpha1.QuotasAnnotation); err == nil {
 			if hard, ok := applied[t.name(u)]; ok {
 				b, _ := json.Marshal(corev1.ResourceQuota{Spec: corev1.ResourceQuotaSpec{Hard: hard}})
 				o.Metadata.Annotations = map[string]string{LastAppliedAnnotation: string(b)}

@@ -5,9 +5,10 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/labhub/teamspace/hook/api/v1alpha1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/labhub/teamspace/hook/api/v1alpha1"
 )
 
 // RoleBindingName binds the team's owners to the ClusterRole OwnerRole in
@@ -15,14 +16,6 @@ import (
 const (
 	RoleBindingName = "team-owners"
 	OwnerRole       = "admin"
-)
-
-// Ready reasons of the RoleBinding. OwnerReserved: spec.owners names a
-// reserved subject (reservedOwner), which is not bound.
-const (
-	ReasonRoleBindingPending   = "RoleBindingPending"
-	ReasonRoleBindingOutOfDate = "RoleBindingOutOfDate"
-	ReasonOwnerReserved        = "OwnerReserved"
 )
 
 // Owner is one entry of spec.owners: a RoleBinding subject.
@@ -72,7 +65,7 @@ func checkOwners(owners []Owner) ([]Owner, []string) {
 
 // ReservedNamespaces are namespaces whose ServiceAccounts are never owners,
 // beside every kube-* namespace: the platform's own.
-var ReservedNamespaces = []string{"teamspace-system"}
+var ReservedNamespaces = []string{v1alpha1.SystemNamespace}
 
 // reservedOwner says why an owner is never bound ("" if it may be): the
 // API server's own users and groups (system:unauthenticated,
@@ -124,8 +117,8 @@ var roleBindingType = &childType{
 	name:            func(*unit) string { return RoleBindingName },
 	namespaced:      true,
 	optional:        true,
-	pendingReason:   ReasonRoleBindingPending,
-	outOfDateReason: ReasonRoleBindingOutOfDate,
+	pendingReason:   v1alpha1.ReasonRoleBindingPending,
+	outOfDateReason: v1alpha1.ReasonRoleBindingOutOfDate,
 	newObject:       func() object { return &rbacv1.RoleBinding{} },
 	build: func(u *unit, _ *Object) object {
 		if len(u.spec.Owners) == 0 {

@@ -9,6 +9,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/labhub/teamspace/hook/api/v1alpha1"
 )
 
 // Sync computes the desired children and status of a TeamSpace from what the
@@ -33,7 +35,7 @@ func syncWith(r *Request, blocked error) *Response {
 	resp.ResyncAfterSeconds = ResyncSeconds(string(r.Parent.Metadata.UID))
 
 	if msg, conflict := r.namespaceConflict(r.teamUnit()); conflict {
-		resp.setReady(r, metav1.ConditionFalse, ReasonNamespaceConflict, msg)
+		resp.setReady(r, metav1.ConditionFalse, v1alpha1.ReasonNamespaceConflict, msg)
 		return resp
 	}
 	spec, err := ParseSpec(r.Parent.Spec)
@@ -108,7 +110,7 @@ func syncWith(r *Request, blocked error) *Response {
 			resp.Status.Namespaces[i].State = NamespacePending
 		}
 		resp.Status.Templates = settled(copyStatus)
-		resp.setReady(r, metav1.ConditionFalse, ReasonCreating, msg)
+		resp.setReady(r, metav1.ConditionFalse, v1alpha1.ReasonCreating, msg)
 		return resp
 	}
 	for _, u := range answered {
@@ -118,7 +120,7 @@ func syncWith(r *Request, blocked error) *Response {
 		}
 	}
 	if msg, conflict := r.ownerRoleConflict(spec); conflict {
-		resp.setReady(r, metav1.ConditionFalse, ReasonClusterRoleConflict, msg)
+		resp.setReady(r, metav1.ConditionFalse, v1alpha1.ReasonClusterRoleConflict, msg)
 		return resp
 	}
 	if reason, problems := r.childProblems(answered, wanted); len(problems) > 0 {
@@ -135,19 +137,19 @@ func syncWith(r *Request, blocked error) *Response {
 		}
 		held = append(held, what...)
 	}
-	hold(ReasonNamespaceConflict, conflicts...)
-	hold(ReasonArchivePending, removingMessages(pending, blocked)...)
-	hold(ReasonNamespaceKept, kept...)
-	hold(ReasonNamespaceRemoving, removingMessages(removed, nil)...)
+	hold(v1alpha1.ReasonNamespaceConflict, conflicts...)
+	hold(v1alpha1.ReasonArchivePending, removingMessages(pending, blocked)...)
+	hold(v1alpha1.ReasonNamespaceKept, kept...)
+	hold(v1alpha1.ReasonNamespaceRemoving, removingMessages(removed, nil)...)
 	if len(spec.ReservedOwners) > 0 {
-		hold(ReasonOwnerReserved, "not bound, reserved: "+strings.Join(spec.ReservedOwners, "; "))
+		hold(v1alpha1.ReasonOwnerReserved, "not bound, reserved: "+strings.Join(spec.ReservedOwners, "; "))
 	}
 	if reason != "" {
 		resp.setReady(r, metav1.ConditionFalse, reason, fmt.Sprintf(
 			"%s; everything else is as asked: %s", strings.Join(held, "; "), readyMessage(answered)))
 		return resp
 	}
-	resp.setReady(r, metav1.ConditionTrue, ReasonReady, readyMessage(answered))
+	resp.setReady(r, metav1.ConditionTrue, v1alpha1.ReasonReady, readyMessage(answered))
 	return resp
 }
 
@@ -197,7 +199,7 @@ func withQuotas(annotations map[string]string, quotas map[string]corev1.Resource
 	if out == nil {
 		out = map[string]string{}
 	}
-	out[QuotasAnnotation] = encodeQuotas(quotas)
+	out[v1alpha1.QuotasAnnotation] = encodeQuotas(quotas)
 	return out
 }
 
@@ -287,7 +289,7 @@ func (r *Request) childProblems(answered []*unit, wanted []wantedChild) (string,
 		for _, t := range types {
 			// By name: team-quota and team-objects share a type key.
 			if t.optional && !asked[t.key+" "+t.ref(u)] && r.observed(t, u) != nil {
-				add(ReasonChildRemoving, fmt.Sprintf("%s %s is no longer asked for, deleting it", t.kind, t.ref(u)))
+				add(v1alpha1.ReasonChildRemoving, fmt.Sprintf("%s %s is no longer asked for, deleting it", t.kind, t.ref(u)))
 			}
 		}
 	}
@@ -306,7 +308,7 @@ func syncInvalid(r *Request, resp *Response, err error) *Response {
 	if len(kept) > 0 {
 		msg = fmt.Sprintf("invalid spec: %v; keeping %s until it is fixed", err, strings.Join(kept, ", "))
 	}
-	resp.setReady(r, metav1.ConditionFalse, ReasonInvalidSpec, msg)
+	resp.setReady(r, metav1.ConditionFalse, v1alpha1.ReasonInvalidSpec, msg)
 	return resp
 }
 
@@ -397,7 +399,7 @@ func (r *Request) keepUnasked(resp *Response, units []*unit) []string {
 		r.keepCopies(resp, u)
 		if !slices.Contains(confirmed, u.entry) {
 			kept = append(kept, fmt.Sprintf("namespace %s is no longer in spec.namespaces; it is kept with everything in it, its share held back from team-%s, until its removal is confirmed: annotation %s listing %s",
-				u.namespace, u.teamspace, RemoveNamespacesAnnotation, u.entry))
+				u.namespace, u.teamspace, v1alpha1.RemoveNamespacesAnnotation, u.entry))
 		}
 	}
 	return kept

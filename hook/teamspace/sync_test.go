@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/labhub/teamspace/hook/api/v1alpha1"
 )
 
 // Tiny typed fixtures for the Sync table: each builds only what a row needs,
@@ -18,7 +20,7 @@ import (
 const fixtureUID = "11111111-2222-4333-8444-555555555555"
 
 func parent(spec string) *Parent {
-	p := &Parent{APIVersion: APIVersion, Kind: Kind, Spec: json.RawMessage(spec)}
+	p := &Parent{APIVersion: v1alpha1.APIVersion, Kind: v1alpha1.Kind, Spec: json.RawMessage(spec)}
 	p.Metadata = Meta{Name: "alpha", UID: fixtureUID, Generation: 2}
 	return p
 }
@@ -34,7 +36,7 @@ func deleting() objOpt {
 func controlledBy(uid string) objOpt {
 	return func(o *Object) {
 		yes := true
-		o.Metadata.OwnerReferences = []metav1.OwnerReference{{Kind: Kind, Name: "alpha", UID: types.UID(uid), Controller: &yes}}
+		o.Metadata.OwnerReferences = []metav1.OwnerReference{{Kind: v1alpha1.Kind, Name: "alpha", UID: types.UID(uid), Controller: &yes}}
 	}
 }
 
@@ -59,7 +61,7 @@ func withLastApplied(j string) objOpt {
 
 func namespace(opts ...objOpt) *Object {
 	o := &Object{APIVersion: "v1", Kind: "Namespace", Metadata: Meta{Name: "team-alpha"}}
-	o.Metadata.Labels = map[string]string{TeamSpaceLabel: "alpha", PodSecurityEnforceLabel: "baseline", PodSecurityEnforceVersionLabel: "latest", NetworkIsolationLabel: "true"}
+	o.Metadata.Labels = map[string]string{v1alpha1.TeamSpaceLabel: "alpha", PodSecurityEnforceLabel: "baseline", PodSecurityEnforceVersionLabel: "latest", v1alpha1.NetworkIsolationLabel: "true"}
 	o.Status.Phase = "Active"
 	for _, f := range opts {
 		f(o)
@@ -84,7 +86,7 @@ func label(k, v string) objOpt {
 // inside builds a child of team-alpha from its kind and owned content, as
 // the engine would show it decoded.
 func inside(kind, name, content string, opts ...objOpt) *Object {
-	o := &Object{Kind: kind, Metadata: Meta{Name: name, Namespace: "team-alpha", Labels: map[string]string{TeamSpaceLabel: "alpha"}}}
+	o := &Object{Kind: kind, Metadata: Meta{Name: name, Namespace: "team-alpha", Labels: map[string]string{v1alpha1.TeamSpaceLabel: "alpha"}}}
 	if content != "" {
 		if err := json.Unmarshal([]byte(content), o); err != nil {
 			panic(err)
@@ -213,102 +215,102 @@ func TestSyncReasons(t *testing.T) {
 		wantReason   string
 	}{
 		{name: "Ready: every child as desired", req: request(spec, nil, steady()...),
-			wantChildren: all, wantStatus: metav1.ConditionTrue, wantReason: ReasonReady},
+			wantChildren: all, wantStatus: metav1.ConditionTrue, wantReason: v1alpha1.ReasonReady},
 		{name: "Ready: observed quota in another spelling", req: request(spec, nil, steady(quota(hard("4", "0.5")))...),
-			wantChildren: all, wantStatus: metav1.ConditionTrue, wantReason: ReasonReady},
+			wantChildren: all, wantStatus: metav1.ConditionTrue, wantReason: v1alpha1.ReasonReady},
 		{name: "Ready: with owners", req: request(owned, nil, append(steady(), roleBinding("ann"), ownerRole(), ownerBinding("ann"))...),
-			wantChildren: owners, wantStatus: metav1.ConditionTrue, wantReason: ReasonReady},
+			wantChildren: owners, wantStatus: metav1.ConditionTrue, wantReason: v1alpha1.ReasonReady},
 		{name: "Creating: nothing observed", req: request(spec, nil),
-			wantChildren: []string{ns}, wantStatus: metav1.ConditionFalse, wantReason: ReasonCreating},
+			wantChildren: []string{ns}, wantStatus: metav1.ConditionFalse, wantReason: v1alpha1.ReasonCreating},
 		{name: "Creating: own namespace seen only as related", req: request(spec, namespace(controlledBy(fixtureUID))),
-			wantChildren: []string{ns}, wantStatus: metav1.ConditionFalse, wantReason: ReasonCreating},
+			wantChildren: []string{ns}, wantStatus: metav1.ConditionFalse, wantReason: v1alpha1.ReasonCreating},
 		{name: "Creating: namespace Active, nothing in it", req: request(spec, nil, namespace()),
-			wantChildren: all, wantStatus: metav1.ConditionFalse, wantReason: ReasonCreating},
+			wantChildren: all, wantStatus: metav1.ConditionFalse, wantReason: v1alpha1.ReasonCreating},
 		{name: "Creating: with owners, their cluster-wide access already there", req: request(owned, nil, namespace(), ownerRole(), ownerBinding("ann")),
-			wantChildren: owners, wantStatus: metav1.ConditionFalse, wantReason: ReasonCreating},
+			wantChildren: owners, wantStatus: metav1.ConditionFalse, wantReason: v1alpha1.ReasonCreating},
 		{name: "NamespaceOutOfDate: nothing inside, the namespace's labels edited", req: request(spec, nil, namespace(label(PodSecurityEnforceLabel, "privileged"))),
-			wantChildren: all, wantStatus: metav1.ConditionFalse, wantReason: ReasonNamespaceOutOfDate},
+			wantChildren: all, wantStatus: metav1.ConditionFalse, wantReason: v1alpha1.ReasonNamespaceOutOfDate},
 		{name: "NamespacePending: children inside seen, the namespace not", req: request(spec, nil, without("Namespace")...),
-			wantChildren: []string{ns}, wantStatus: metav1.ConditionFalse, wantReason: ReasonNamespacePending},
+			wantChildren: []string{ns}, wantStatus: metav1.ConditionFalse, wantReason: v1alpha1.ReasonNamespacePending},
 		{name: "NamespaceTerminating: deletionTimestamp, phase still Active", req: request(spec, nil, namespace(deleting())),
-			wantChildren: []string{ns}, wantStatus: metav1.ConditionFalse, wantReason: ReasonNamespaceTerminating},
+			wantChildren: []string{ns}, wantStatus: metav1.ConditionFalse, wantReason: v1alpha1.ReasonNamespaceTerminating},
 		{name: "NamespaceTerminating: phase Terminating only", req: request(spec, nil, steady(namespace(phase("Terminating")))...),
-			wantChildren: []string{ns}, wantStatus: metav1.ConditionFalse, wantReason: ReasonNamespaceTerminating},
+			wantChildren: []string{ns}, wantStatus: metav1.ConditionFalse, wantReason: v1alpha1.ReasonNamespaceTerminating},
 		{name: "NamespaceNotActive: phase empty", req: request(spec, nil, namespace(phase(""))),
-			wantChildren: all, wantStatus: metav1.ConditionFalse, wantReason: ReasonNamespaceNotActive},
+			wantChildren: all, wantStatus: metav1.ConditionFalse, wantReason: v1alpha1.ReasonNamespaceNotActive},
 		{name: "NamespaceOutOfDate: Pod Security label edited", req: request(spec, nil, steady(namespace(label(PodSecurityEnforceLabel, "privileged")))...),
-			wantChildren: all, wantStatus: metav1.ConditionFalse, wantReason: ReasonNamespaceOutOfDate},
-		{name: "NamespaceOutOfDate: TeamSpace label removed", req: request(spec, nil, steady(namespace(label(TeamSpaceLabel, "")))...),
-			wantChildren: all, wantStatus: metav1.ConditionFalse, wantReason: ReasonNamespaceOutOfDate},
+			wantChildren: all, wantStatus: metav1.ConditionFalse, wantReason: v1alpha1.ReasonNamespaceOutOfDate},
+		{name: "NamespaceOutOfDate: TeamSpace label removed", req: request(spec, nil, steady(namespace(label(v1alpha1.TeamSpaceLabel, "")))...),
+			wantChildren: all, wantStatus: metav1.ConditionFalse, wantReason: v1alpha1.ReasonNamespaceOutOfDate},
 		{name: "QuotaPending", req: request(spec, nil, without("ResourceQuota")...),
-			wantChildren: all, wantStatus: metav1.ConditionFalse, wantReason: ReasonQuotaPending},
+			wantChildren: all, wantStatus: metav1.ConditionFalse, wantReason: v1alpha1.ReasonQuotaPending},
 		{name: "QuotaOutOfDate: pods edited", req: request(spec, nil, steady(quota(hard("99", "500m")))...),
-			wantChildren: all, wantStatus: metav1.ConditionFalse, wantReason: ReasonQuotaOutOfDate},
+			wantChildren: all, wantStatus: metav1.ConditionFalse, wantReason: v1alpha1.ReasonQuotaOutOfDate},
 		{name: "QuotaOutOfDate: cpu key missing", req: request(spec, nil, steady(quota(hardOf(map[string]string{"pods": "4"})))...),
-			wantChildren: all, wantStatus: metav1.ConditionFalse, wantReason: ReasonQuotaOutOfDate},
+			wantChildren: all, wantStatus: metav1.ConditionFalse, wantReason: v1alpha1.ReasonQuotaOutOfDate},
 		{name: "QuotaOutOfDate: memory no longer asked for", req: request(spec, nil, steady(quota(hardOf(map[string]string{"pods": "4", "requests.cpu": "500m", "requests.memory": "1Gi"}),
 			withLastApplied(`{"spec":{"hard":{"pods":"4","requests.cpu":"500m","requests.memory":"1Gi"}}}`)))...),
-			wantChildren: all, wantStatus: metav1.ConditionFalse, wantReason: ReasonQuotaOutOfDate},
+			wantChildren: all, wantStatus: metav1.ConditionFalse, wantReason: v1alpha1.ReasonQuotaOutOfDate},
 		{name: "QuotaOutOfDate: memory added by hand is answered once, to be recorded", req: request(spec, nil, steady(quota(hardOf(map[string]string{"pods": "4", "requests.cpu": "500m", "requests.memory": "1Gi"})))...),
-			wantChildren: []string{ns, "ResourceQuota pods=4, requests.cpu=500m, requests.memory=1Gi", lr, np}, wantStatus: metav1.ConditionFalse, wantReason: ReasonQuotaOutOfDate},
+			wantChildren: []string{ns, "ResourceQuota pods=4, requests.cpu=500m, requests.memory=1Gi", lr, np}, wantStatus: metav1.ConditionFalse, wantReason: v1alpha1.ReasonQuotaOutOfDate},
 		{name: "LimitRangePending", req: request(spec, nil, without("LimitRange")...),
-			wantChildren: all, wantStatus: metav1.ConditionFalse, wantReason: ReasonLimitRangePending},
+			wantChildren: all, wantStatus: metav1.ConditionFalse, wantReason: v1alpha1.ReasonLimitRangePending},
 		{name: "LimitRangeOutOfDate: default request edited", req: request(spec, nil, steady(limitRange("900m"))...),
-			wantChildren: all, wantStatus: metav1.ConditionFalse, wantReason: ReasonLimitRangeOutOfDate},
+			wantChildren: all, wantStatus: metav1.ConditionFalse, wantReason: v1alpha1.ReasonLimitRangeOutOfDate},
 		{name: "NetworkPolicyPending", req: request(spec, nil, without("NetworkPolicy")...),
-			wantChildren: all, wantStatus: metav1.ConditionFalse, wantReason: ReasonNetworkPolicyPending},
+			wantChildren: all, wantStatus: metav1.ConditionFalse, wantReason: v1alpha1.ReasonNetworkPolicyPending},
 		{name: "NetworkPolicyOutOfDate: ingress opened", req: request(spec, nil, steady(networkPolicy(`[{}]`))...),
-			wantChildren: all, wantStatus: metav1.ConditionFalse, wantReason: ReasonNetworkPolicyOutOfDate},
+			wantChildren: all, wantStatus: metav1.ConditionFalse, wantReason: v1alpha1.ReasonNetworkPolicyOutOfDate},
 		{name: "RoleBindingPending", req: request(owned, nil, append(steady(), ownerRole(), ownerBinding("ann"))...),
-			wantChildren: owners, wantStatus: metav1.ConditionFalse, wantReason: ReasonRoleBindingPending},
+			wantChildren: owners, wantStatus: metav1.ConditionFalse, wantReason: v1alpha1.ReasonRoleBindingPending},
 		{name: "RoleBindingOutOfDate: a subject added by hand", req: request(owned, nil, append(steady(), roleBinding("ann", "mallory"), ownerRole(), ownerBinding("ann"))...),
-			wantChildren: owners, wantStatus: metav1.ConditionFalse, wantReason: ReasonRoleBindingOutOfDate},
+			wantChildren: owners, wantStatus: metav1.ConditionFalse, wantReason: v1alpha1.ReasonRoleBindingOutOfDate},
 		{name: "RoleBindingOutOfDate: owner missing", req: request(owned, nil, append(steady(), roleBinding("bob"), ownerRole(), ownerBinding("ann"))...),
-			wantChildren: owners, wantStatus: metav1.ConditionFalse, wantReason: ReasonRoleBindingOutOfDate},
+			wantChildren: owners, wantStatus: metav1.ConditionFalse, wantReason: v1alpha1.ReasonRoleBindingOutOfDate},
 		{name: "ClusterRolePending: the binding waits for it", req: request(owned, nil, append(steady(), roleBinding("ann"))...),
-			wantChildren: owners[:6], wantStatus: metav1.ConditionFalse, wantReason: ReasonClusterRolePending},
+			wantChildren: owners[:6], wantStatus: metav1.ConditionFalse, wantReason: v1alpha1.ReasonClusterRolePending},
 		{name: "ClusterRolePending: own role seen only as related", req: relatedRole(request(owned, nil, append(steady(), roleBinding("ann"))...), ownerRole(controlledBy(fixtureUID))),
-			wantChildren: owners[:6], wantStatus: metav1.ConditionFalse, wantReason: ReasonClusterRolePending},
+			wantChildren: owners[:6], wantStatus: metav1.ConditionFalse, wantReason: v1alpha1.ReasonClusterRolePending},
 		{name: "ClusterRoleConflict: a role of that name someone else made is not bound", req: relatedRole(request(owned, nil, append(steady(), roleBinding("ann"))...), ownerRole()),
-			wantChildren: owners[:6], wantStatus: metav1.ConditionFalse, wantReason: ReasonClusterRoleConflict},
+			wantChildren: owners[:6], wantStatus: metav1.ConditionFalse, wantReason: v1alpha1.ReasonClusterRoleConflict},
 		{name: "ClusterRoleConflict: even with a binding left from before", req: relatedRole(request(owned, nil, append(steady(), roleBinding("ann"), ownerBinding("ann"))...), ownerRole(controlledBy("someone-else"))),
-			wantChildren: owners[:6], wantStatus: metav1.ConditionFalse, wantReason: ReasonClusterRoleConflict},
+			wantChildren: owners[:6], wantStatus: metav1.ConditionFalse, wantReason: v1alpha1.ReasonClusterRoleConflict},
 		{name: "OwnerReserved: a system: group is not bound, the rest is", req: request(`{"pods": 4, "cpu": "0.5", "owners": [{"kind": "User", "name": "ann"}, {"kind": "Group", "name": "system:unauthenticated"}]}`, nil, append(steady(), roleBinding("ann"), ownerRole(), ownerBinding("ann"))...),
-			wantChildren: owners, wantStatus: metav1.ConditionFalse, wantReason: ReasonOwnerReserved},
+			wantChildren: owners, wantStatus: metav1.ConditionFalse, wantReason: v1alpha1.ReasonOwnerReserved},
 		{name: "OwnerReserved: only reserved owners, nothing bound", req: request(`{"pods": 4, "cpu": "0.5", "owners": [{"kind": "ServiceAccount", "namespace": "kube-system", "name": "default"}]}`, nil, steady()...),
-			wantChildren: all, wantStatus: metav1.ConditionFalse, wantReason: ReasonOwnerReserved},
+			wantChildren: all, wantStatus: metav1.ConditionFalse, wantReason: v1alpha1.ReasonOwnerReserved},
 		{name: "NetworkPolicyOutOfDate: podSelector narrowed by an added key", req: request(spec, nil, steady(inside("NetworkPolicy", NetworkPolicyName, `{"spec":{"podSelector":{"matchLabels":{"isolated":"never"}},"policyTypes":["Ingress"],"ingress":`+isolated+`}}`))...),
-			wantChildren: all, wantStatus: metav1.ConditionFalse, wantReason: ReasonNetworkPolicyOutOfDate},
+			wantChildren: all, wantStatus: metav1.ConditionFalse, wantReason: v1alpha1.ReasonNetworkPolicyOutOfDate},
 		{name: "ClusterRoleOutOfDate: list added by hand", req: request(owned, nil, append(steady(), roleBinding("ann"), ownerBinding("ann"), func() *Object {
 			o := ownerRole()
 			o.Rules = json.RawMessage(`[{"apiGroups":["platform.labhub.io"],"resources":["teamspaces"],"resourceNames":["alpha"],"verbs":["get","watch","list"]}]`)
 			return o
 		}())...),
-			wantChildren: owners, wantStatus: metav1.ConditionFalse, wantReason: ReasonClusterRoleOutOfDate},
+			wantChildren: owners, wantStatus: metav1.ConditionFalse, wantReason: v1alpha1.ReasonClusterRoleOutOfDate},
 		{name: "ClusterRoleBindingPending", req: request(owned, nil, append(steady(), roleBinding("ann"), ownerRole())...),
-			wantChildren: owners, wantStatus: metav1.ConditionFalse, wantReason: ReasonClusterRoleBindingPending},
+			wantChildren: owners, wantStatus: metav1.ConditionFalse, wantReason: v1alpha1.ReasonClusterRoleBindingPending},
 		{name: "ClusterRoleBindingOutOfDate: a removed owner still bound", req: request(owned, nil, append(steady(), roleBinding("ann"), ownerRole(), ownerBinding("bob"))...),
-			wantChildren: owners, wantStatus: metav1.ConditionFalse, wantReason: ReasonClusterRoleBindingOutOfDate},
+			wantChildren: owners, wantStatus: metav1.ConditionFalse, wantReason: v1alpha1.ReasonClusterRoleBindingOutOfDate},
 		{name: "ChildRemoving: the owners' access when owners are removed", req: request(spec, nil, append(steady(), ownerRole(), ownerBinding("ann"))...),
-			wantChildren: all, wantStatus: metav1.ConditionFalse, wantReason: ReasonChildRemoving},
+			wantChildren: all, wantStatus: metav1.ConditionFalse, wantReason: v1alpha1.ReasonChildRemoving},
 		{name: "ChildRemoving: owners removed from the spec", req: request(spec, nil, append(steady(), roleBinding("ann"))...),
-			wantChildren: all, wantStatus: metav1.ConditionFalse, wantReason: ReasonChildRemoving},
-		{name: "ChildRemoving: networkIsolation false", req: request(`{"pods": 4, "cpu": "0.5", "networkIsolation": false}`, nil, steady(namespace(label(NetworkIsolationLabel, "")))...),
-			wantChildren: []string{ns, rq, lr}, wantStatus: metav1.ConditionFalse, wantReason: ReasonChildRemoving},
+			wantChildren: all, wantStatus: metav1.ConditionFalse, wantReason: v1alpha1.ReasonChildRemoving},
+		{name: "ChildRemoving: networkIsolation false", req: request(`{"pods": 4, "cpu": "0.5", "networkIsolation": false}`, nil, steady(namespace(label(v1alpha1.NetworkIsolationLabel, "")))...),
+			wantChildren: []string{ns, rq, lr}, wantStatus: metav1.ConditionFalse, wantReason: v1alpha1.ReasonChildRemoving},
 		{name: "NamespaceConflict: related namespace of another owner", req: request(spec, namespace(controlledBy("someone-else"))),
-			wantChildren: nil, wantStatus: metav1.ConditionFalse, wantReason: ReasonNamespaceConflict},
+			wantChildren: nil, wantStatus: metav1.ConditionFalse, wantReason: v1alpha1.ReasonNamespaceConflict},
 		{name: "NamespaceConflict: related namespace without owner", req: request(spec, namespace()),
-			wantChildren: nil, wantStatus: metav1.ConditionFalse, wantReason: ReasonNamespaceConflict},
+			wantChildren: nil, wantStatus: metav1.ConditionFalse, wantReason: v1alpha1.ReasonNamespaceConflict},
 		{name: "InvalidSpec: keeps the observed quota", req: request(`{"pods": 0}`, nil, namespace(), quota(hard("3", "1"))),
-			wantChildren: []string{ns, "ResourceQuota pods=3, requests.cpu=1"}, wantStatus: metav1.ConditionFalse, wantReason: ReasonInvalidSpec},
+			wantChildren: []string{ns, "ResourceQuota pods=3, requests.cpu=1"}, wantStatus: metav1.ConditionFalse, wantReason: v1alpha1.ReasonInvalidSpec},
 		{name: "InvalidSpec: keeps what the engine last applied, not a hand edit", req: request(`{"pods": 0}`, nil, namespace(), quota(hard("99", "1"), withLastApplied(`{"spec":{"hard":{"pods":"3","requests.cpu":"1"}}}`))),
-			wantChildren: []string{ns, "ResourceQuota pods=3, requests.cpu=1"}, wantStatus: metav1.ConditionFalse, wantReason: ReasonInvalidSpec},
+			wantChildren: []string{ns, "ResourceQuota pods=3, requests.cpu=1"}, wantStatus: metav1.ConditionFalse, wantReason: v1alpha1.ReasonInvalidSpec},
 		{name: "InvalidSpec: last applied without limits, keeps the observed quota", req: request(`{"pods": 0}`, nil, namespace(), quota(hard("3", "1"), withLastApplied(`{"spec":{}}`))),
-			wantChildren: []string{ns, "ResourceQuota pods=3, requests.cpu=1"}, wantStatus: metav1.ConditionFalse, wantReason: ReasonInvalidSpec},
+			wantChildren: []string{ns, "ResourceQuota pods=3, requests.cpu=1"}, wantStatus: metav1.ConditionFalse, wantReason: v1alpha1.ReasonInvalidSpec},
 		{name: "InvalidSpec: keeps every child inside", req: request(`{"pods": 4, "podSecurity": "none"}`, nil, append(steady(), roleBinding("ann"))...),
-			wantChildren: []string{ns, rq, lr, rb, np}, wantStatus: metav1.ConditionFalse, wantReason: ReasonInvalidSpec},
+			wantChildren: []string{ns, rq, lr, rb, np}, wantStatus: metav1.ConditionFalse, wantReason: v1alpha1.ReasonInvalidSpec},
 		{name: "InvalidSpec: no quota to keep", req: request(`{"cpu": "lots", "pods": 4}`, nil, namespace()),
-			wantChildren: []string{ns}, wantStatus: metav1.ConditionFalse, wantReason: ReasonInvalidSpec},
+			wantChildren: []string{ns}, wantStatus: metav1.ConditionFalse, wantReason: v1alpha1.ReasonInvalidSpec},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -329,18 +331,18 @@ func TestSyncReasons(t *testing.T) {
 			}
 			// Ready, and beside a Ready that is not True the kstatus
 			// condition of its reason (condition.go).
-			want := []string{ConditionReady}
+			want := []string{v1alpha1.ConditionReady}
 			switch {
 			case tt.wantStatus == metav1.ConditionTrue:
 			case slices.Contains(stalledReasons, tt.wantReason):
-				want = append(want, ConditionStalled)
+				want = append(want, v1alpha1.ConditionStalled)
 			default:
-				want = append(want, ConditionReconciling)
+				want = append(want, v1alpha1.ConditionReconciling)
 			}
 			var types []string
 			for _, c := range resp.Status.Conditions {
 				types = append(types, c.Type)
-				if c.Type != ConditionReady && (c.Status != metav1.ConditionTrue || c.Reason != tt.wantReason) {
+				if c.Type != v1alpha1.ConditionReady && (c.Status != metav1.ConditionTrue || c.Reason != tt.wantReason) {
 					t.Errorf("condition %s = %s %s, want True %s", c.Type, c.Status, c.Reason, tt.wantReason)
 				}
 			}
@@ -348,7 +350,7 @@ func TestSyncReasons(t *testing.T) {
 				t.Fatalf("condition types (-want +got):\n%s", diff)
 			}
 			c := resp.Status.Conditions[0]
-			if c.Type != ConditionReady || c.Status != tt.wantStatus || c.Reason != tt.wantReason || c.ObservedGeneration != 2 {
+			if c.Type != v1alpha1.ConditionReady || c.Status != tt.wantStatus || c.Reason != tt.wantReason || c.ObservedGeneration != 2 {
 				t.Errorf("condition = %s %s %s (generation %d), want Ready %s %s (generation 2)", c.Type, c.Status, c.Reason, c.ObservedGeneration, tt.wantStatus, tt.wantReason)
 			}
 		})

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/labhub/teamspace/hook/api/v1alpha1"
 )
 
 // RequestError says why a request cannot be answered at all; the HTTP layer
@@ -33,8 +35,8 @@ func (r *Request) Validate() error {
 	if p == nil {
 		return badRequest("MissingParent", "request has no parent object")
 	}
-	if p.APIVersion != APIVersion || p.Kind != Kind {
-		return badRequest("WrongKind", "parent is apiVersion %q kind %q, want apiVersion %q kind %q", p.APIVersion, p.Kind, APIVersion, Kind)
+	if p.APIVersion != v1alpha1.APIVersion || p.Kind != v1alpha1.Kind {
+		return badRequest("WrongKind", "parent is apiVersion %q kind %q, want apiVersion %q kind %q", p.APIVersion, p.Kind, v1alpha1.APIVersion, v1alpha1.Kind)
 	}
 	if err := ValidateName(p.Metadata.Name); err != nil {
 		return err

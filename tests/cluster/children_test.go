@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/labhub/teamspace/hook/api/v1alpha1"
 	"github.com/labhub/teamspace/hook/teamspace"
 )
 
@@ -39,14 +40,14 @@ func TestChildrenStayThePlatforms(t *testing.T) {
 		"delete team-isolation":             {"delete", np, "--dry-run=server"},
 		"delete team-owners":                {"delete", rb, "--dry-run=server"},
 		"narrow team-isolation":             {"patch", np, "--type=merge", "-p", `{"spec":{"podSelector":{"matchLabels":{"isolated":"never"}}}}`, "--dry-run=server"},
-		"take the label off team-isolation": {"label", np, teamspace.TeamSpaceLabel + "-", "--dry-run=server"},
+		"take the label off team-isolation": {"label", np, v1alpha1.TeamSpaceLabel + "-", "--dry-run=server"},
 		"add a subject to team-owners":      {"patch", rb, "--type=json", "-p", `[{"op":"add","path":"/subjects/-","value":{"kind":"ServiceAccount","name":"default","namespace":"` + ns + `"}}]`, "--dry-run=server"},
 	}
 	for what, args := range refused {
 		err := run(as(owner), args...)
 		// A subject added to team-owners is refused by teamspace-delegation
 		// too, whichever the API server asks first.
-		if err == nil || !strings.Contains(err.Error(), "carries label "+teamspace.TeamSpaceLabel) && !strings.Contains(err.Error(), "teamspace-delegation") ||
+		if err == nil || !strings.Contains(err.Error(), "carries label "+v1alpha1.TeamSpaceLabel) && !strings.Contains(err.Error(), "teamspace-delegation") ||
 			strings.Contains(strings.TrimSpace(err.Error()), "\n") {
 			t.Errorf("the owner may %s: %v, want one line refusing it", what, err)
 		}
@@ -63,8 +64,8 @@ func TestChildrenStayThePlatforms(t *testing.T) {
 	// it (the engine and the platform team may).
 	lr := "limitrange/" + teamspace.LimitRangeName
 	for what, args := range map[string][]string{
-		"write " + teamspace.QuotasAnnotation: {"annotate", "--overwrite", lr, teamspace.QuotasAnnotation + `={"team-quota":{"pods":"1000"}}`, "--dry-run=server"},
-		"delete " + teamspace.LimitRangeName:  {"delete", lr, "--dry-run=server"},
+		"write " + v1alpha1.QuotasAnnotation: {"annotate", "--overwrite", lr, v1alpha1.QuotasAnnotation + `={"team-quota":{"pods":"1000"}}`, "--dry-run=server"},
+		"delete " + teamspace.LimitRangeName: {"delete", lr, "--dry-run=server"},
 	} {
 		if err := run(as(owner), args...); err == nil || !strings.Contains(err.Error(), "forbidden") {
 			t.Errorf("the owner may %s in %s: %v, want forbidden", what, ns, err)
@@ -73,7 +74,7 @@ func TestChildrenStayThePlatforms(t *testing.T) {
 			t.Errorf("the engine may not %s in %s: %v", what, ns, err)
 		}
 	}
-	labelled := `{"apiVersion":"networking.k8s.io/v1","kind":"NetworkPolicy","metadata":{"name":"fake","labels":{"` + teamspace.TeamSpaceLabel + `":"` + name + `"}},"spec":{"podSelector":{}}}`
+	labelled := `{"apiVersion":"networking.k8s.io/v1","kind":"NetworkPolicy","metadata":{"name":"fake","labels":{"` + v1alpha1.TeamSpaceLabel + `":"` + name + `"}},"spec":{"podSelector":{}}}`
 	if err := dryRunCreate(t, as(owner), ns, labelled); err == nil || !strings.Contains(err.Error(), "only the engine and the platform team may create it") {
 		t.Errorf("the owner's NetworkPolicy with the TeamSpace label: %v, want refused", err)
 	}

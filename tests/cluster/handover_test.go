@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/labhub/teamspace/hook/api/v1alpha1"
 	"github.com/labhub/teamspace/hook/teamspace"
 	"github.com/labhub/teamspace/tests/testenv"
 )
@@ -27,10 +28,10 @@ func TestHandOverQuotas(t *testing.T) {
 	mustKubectl(t, teamSpace(name, map[string]any{"pods": 2}), "create", "-f", "-")
 	deleteOnCleanup(t, "teamspace", name)
 	tsUID := mustKubectl(t, "", "get", "teamspace", name, "-o", "jsonpath={.metadata.uid}")
-	mustKubectl(t, `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"`+ns+`","labels":{"`+teamspace.TeamSpaceLabel+`":"`+name+`"}}}`, "create", "-f", "-")
+	mustKubectl(t, `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"`+ns+`","labels":{"`+v1alpha1.TeamSpaceLabel+`":"`+name+`"}}}`, "create", "-f", "-")
 	deleteOnCleanup(t, "namespace", ns)
 	nsUID := mustKubectl(t, "", "get", "namespace", ns, "-o", "jsonpath={.metadata.uid}")
-	mustKubectl(t, `{"apiVersion":"v1","kind":"LimitRange","metadata":{"name":"`+teamspace.LimitRangeName+`","namespace":"`+ns+`","labels":{"`+teamspace.TeamSpaceLabel+`":"`+name+`"}},`+
+	mustKubectl(t, `{"apiVersion":"v1","kind":"LimitRange","metadata":{"name":"`+teamspace.LimitRangeName+`","namespace":"`+ns+`","labels":{"`+v1alpha1.TeamSpaceLabel+`":"`+name+`"}},`+
 		`"spec":{"limits":[{"type":"Container","defaultRequest":{"cpu":"100m"}}]}}`, "create", "-f", "-")
 	lrUID := mustKubectl(t, "", "-n", ns, "get", "limitrange", teamspace.LimitRangeName, "-o", "jsonpath={.metadata.uid}")
 
@@ -38,7 +39,7 @@ func TestHandOverQuotas(t *testing.T) {
 	byTeamSpace := `[{"apiVersion":"platform.labhub.io/v1alpha1","kind":"TeamSpace","name":"` + name + `","uid":"` + tsUID + `","controller":true,"blockOwnerDeletion":true}]`
 	quota := func(qname, owners, hard string) {
 		mustKubectl(t, `{"apiVersion":"v1","kind":"ResourceQuota","metadata":{"name":"`+qname+`","namespace":"`+ns+`",`+
-			`"labels":{"`+teamspace.TeamSpaceLabel+`":"`+name+`"},"annotations":{"`+teamspace.LastAppliedAnnotation+`":"{}"},"ownerReferences":`+owners+`},`+
+			`"labels":{"`+v1alpha1.TeamSpaceLabel+`":"`+name+`"},"annotations":{"`+teamspace.LastAppliedAnnotation+`":"{}"},"ownerReferences":`+owners+`},`+
 			`"spec":{"hard":`+hard+`}}`, "create", "-f", "-")
 	}
 	quota("team-quota", byTeamSpace, `{"pods":"2","requests.cpu":"1"}`)
@@ -88,7 +89,7 @@ func TestHandOverQuotas(t *testing.T) {
 		if m.Metadata.Annotations["metacontroller.k8s.io/decorator-controller"] != teamspace.QuotasControllerName {
 			t.Errorf("%s: annotations %v, want the DecoratorController's mark", qname, m.Metadata.Annotations)
 		}
-		if m.Metadata.Labels[teamspace.TeamSpaceLabel] != name || m.Metadata.Annotations[teamspace.LastAppliedAnnotation] != "{}" || m.Spec.Hard["pods"] != hard {
+		if m.Metadata.Labels[v1alpha1.TeamSpaceLabel] != name || m.Metadata.Annotations[teamspace.LastAppliedAnnotation] != "{}" || m.Spec.Hard["pods"] != hard {
 			t.Errorf("%s changed beyond its controller: labels %v, annotations %v, hard %v", qname, m.Metadata.Labels, m.Metadata.Annotations, m.Spec.Hard)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/labhub/teamspace/hook/api/v1alpha1"
 	"github.com/labhub/teamspace/hook/teamspace"
 )
 
@@ -102,9 +103,9 @@ func TestIsolationHeld(t *testing.T) {
 		t.Errorf("the admin's allow-all policy: %v, want allowed", err)
 	}
 	if got := mustKubectl(t, "", "get", "namespace", nsOf(isolated), "-o", "jsonpath={.metadata.labels.platform\\.labhub\\.io/network-isolation}"); got != "true" {
-		t.Errorf("isolated namespace's %s label = %q, want true", teamspace.NetworkIsolationLabel, got)
+		t.Errorf("isolated namespace's %s label = %q, want true", v1alpha1.NetworkIsolationLabel, got)
 	}
 	if got := mustKubectl(t, "", "get", "namespace", nsOf(open), "-o", "jsonpath={.metadata.labels.platform\\.labhub\\.io/network-isolation}"); got != "" {
-		t.Errorf("open namespace's %s label = %q, want none", teamspace.NetworkIsolationLabel, got)
+		t.Errorf("open namespace's %s label = %q, want none", v1alpha1.NetworkIsolationLabel, got)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/labhub/teamspace/hook/api/v1alpha1"
 	"github.com/labhub/teamspace/hook/teamspace"
 	"github.com/labhub/teamspace/tests/testenv"
 )
@@ -479,7 +480,7 @@ func engineStandIn(t *testing.T, name string) {
 	ns := teamspace.NamespaceName(name)
 	t.Cleanup(func() {
 		_, _ = kubectl(t, "", "delete", "namespace", ns, "--ignore-not-found", "--wait=false")
-		_, _ = kubectl(t, "", "delete", "namespace", "-l", teamspace.TeamSpaceLabel+"="+name, "--wait=false")
+		_, _ = kubectl(t, "", "delete", "namespace", "-l", v1alpha1.TeamSpaceLabel+"="+name, "--wait=false")
 	})
 	for round := 0; round < 2; round++ {
 		parent := mustKubectl(t, "", "get", "teamspace", name, "-o", "json")
@@ -489,7 +490,7 @@ func engineStandIn(t *testing.T, name string) {
 		var list struct {
 			Items []json.RawMessage `json:"items"`
 		}
-		if out, err := kubectl(t, "", "get", "namespace", "-l", teamspace.TeamSpaceLabel+"="+name, "-o", "json"); err == nil && json.Unmarshal([]byte(out), &list) == nil {
+		if out, err := kubectl(t, "", "get", "namespace", "-l", v1alpha1.TeamSpaceLabel+"="+name, "-o", "json"); err == nil && json.Unmarshal([]byte(out), &list) == nil {
 			namespaces := map[string]json.RawMessage{}
 			for _, item := range list.Items {
 				var meta struct {
@@ -511,7 +512,7 @@ func engineStandIn(t *testing.T, name string) {
 			var meta struct {
 				Metadata struct{ Labels map[string]string } `json:"metadata"`
 			}
-			if json.Unmarshal([]byte(out), &meta) == nil && meta.Metadata.Labels[teamspace.TeamSpaceLabel] == name {
+			if json.Unmarshal([]byte(out), &meta) == nil && meta.Metadata.Labels[v1alpha1.TeamSpaceLabel] == name {
 				children["ClusterRole.rbac.authorization.k8s.io/v1"] = map[string]json.RawMessage{role: json.RawMessage(out)}
 			}
 		}
@@ -532,7 +533,7 @@ func engineStandIn(t *testing.T, name string) {
 		applyAsEngine(t, teamspace.Sync(&r).Children)
 		quotasStandIn(t, name)
 	}
-	namespaces := strings.Fields(mustKubectl(t, "", "get", "namespace", "-l", teamspace.TeamSpaceLabel+"="+name, "-o", "jsonpath={.items[*].metadata.name}"))
+	namespaces := strings.Fields(mustKubectl(t, "", "get", "namespace", "-l", v1alpha1.TeamSpaceLabel+"="+name, "-o", "jsonpath={.items[*].metadata.name}"))
 	for _, n := range append([]string{ns}, namespaces...) {
 		if !eventually(60*time.Second, 250*time.Millisecond, func() bool {
 			_, err := kubectl(t, "", "get", "serviceaccount", "default", "-n", n)
@@ -564,13 +565,13 @@ func quotasStandIn(t *testing.T, name string) {
 	var list struct {
 		Items []json.RawMessage `json:"items"`
 	}
-	out, err := kubectl(t, "", "get", "limitrange", "--all-namespaces", "-l", teamspace.TeamSpaceLabel+"="+name, "-o", "json")
+	out, err := kubectl(t, "", "get", "limitrange", "--all-namespaces", "-l", v1alpha1.TeamSpaceLabel+"="+name, "-o", "json")
 	if err != nil || json.Unmarshal([]byte(out), &list) != nil {
 		return
 	}
 	for _, item := range list.Items {
 		var lr teamspace.Object
-		if json.Unmarshal(item, &lr) != nil || lr.Metadata.Name != teamspace.LimitRangeName || lr.Metadata.Annotations[teamspace.QuotasAnnotation] == "" {
+		if json.Unmarshal(item, &lr) != nil || lr.Metadata.Name != teamspace.LimitRangeName || lr.Metadata.Annotations[v1alpha1.QuotasAnnotation] == "" {
 			continue
 		}
 		ns := lr.Metadata.Namespace

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/labhub/teamspace/hook/api/v1alpha1"
 	"github.com/labhub/teamspace/hook/teamspace"
 )
 
@@ -193,7 +194,7 @@ func multiTenancyBenchmarks(t *testing.T, m mtbTenant) {
 	t.Run("MTB-PL1-BC-CPI-2 block multitenant resources", func(t *testing.T) {
 		var tried []string
 		for _, r := range apiResources(t, true) {
-			out, err := kubectl(t, "", "-n", nsA, "get", r, "-l", teamspace.TeamSpaceLabel+"="+a, "-o", "name")
+			out, err := kubectl(t, "", "-n", nsA, "get", r, "-l", v1alpha1.TeamSpaceLabel+"="+a, "-o", "name")
 			if err != nil {
 				continue // not listable (e.g. bindings)
 			}

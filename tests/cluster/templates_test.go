@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/labhub/teamspace/hook/api/v1alpha1"
 	"github.com/labhub/teamspace/hook/teamspace"
 	"github.com/labhub/teamspace/tests/testenv"
 	"k8s.io/apimachinery/pkg/labels"
@@ -44,13 +45,13 @@ func templateJSON(kind, name, selector, content string) string {
 	}
 	annotations := ""
 	if selector != "-" {
-		annotations = fmt.Sprintf(`,"annotations":{%q:%q}`, teamspace.TemplateSelectorAnnotation, selector)
+		annotations = fmt.Sprintf(`,"annotations":{%q:%q}`, v1alpha1.TemplateSelectorAnnotation, selector)
 	}
 	if content != "" {
 		content = "," + content
 	}
 	return fmt.Sprintf(`{"apiVersion":%q,"kind":%q,"metadata":{"name":%q,"labels":{%q:"true"}%s}%s}`,
-		api, kind, name, teamspace.TemplateLabel, annotations, content)
+		api, kind, name, v1alpha1.TemplateLabel, annotations, content)
 }
 
 // TestTemplatesRefused: what is not a template the platform copies is
@@ -93,9 +94,9 @@ func TestTemplatesRefused(t *testing.T) {
 	cm := "unlabel-" + suffix(t, 6)
 	mustKubectl(t, templateJSON("ConfigMap", cm, "-", ""), "-n", ns, "create", "-f", "-")
 	deleteOnCleanup(t, "-n", ns, "configmap", cm)
-	_, err := kubectl(t, "", "-n", ns, "label", "--overwrite", "configmap", cm, teamspace.TemplateLabel+"=yes")
+	_, err := kubectl(t, "", "-n", ns, "label", "--overwrite", "configmap", cm, v1alpha1.TemplateLabel+"=yes")
 	wantRefusedBy(t, "the label changed to yes", err, "teamspace-templates", `must be "true", not "yes"`)
-	if _, err := kubectl(t, "", "-n", ns, "label", "configmap", cm, teamspace.TemplateLabel+"-"); err != nil {
+	if _, err := kubectl(t, "", "-n", ns, "label", "configmap", cm, v1alpha1.TemplateLabel+"-"); err != nil {
 		t.Errorf("taking the label off a template: %v", err)
 	}
 }
@@ -140,7 +141,7 @@ func TestEngineWritesOnlyCopies(t *testing.T) {
 	installTemplatesPolicy(t)
 	c := newTenantCast(t, "copies")
 	labelled := func(kind, name string) string {
-		return fmt.Sprintf(`{"apiVersion":"v1","kind":%q,"metadata":{"name":%q,"labels":{%q:"x"}},"data":{}}`, kind, name, teamspace.TeamSpaceLabel)
+		return fmt.Sprintf(`{"apiVersion":"v1","kind":%q,"metadata":{"name":%q,"labels":{%q:"x"}},"data":{}}`, kind, name, v1alpha1.TeamSpaceLabel)
 	}
 	plain := func(kind, name string) string {
 		return fmt.Sprintf(`{"apiVersion":"v1","kind":%q,"metadata":{"name":%q},"data":{}}`, kind, name)

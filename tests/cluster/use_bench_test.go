@@ -7,14 +7,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/labhub/teamspace/hook/api/v1alpha1"
+	"github.com/labhub/teamspace/tests/controlplane"
+	"github.com/labhub/teamspace/tests/testenv"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-
-	"github.com/labhub/teamspace/hook/teamspace"
-	"github.com/labhub/teamspace/tests/controlplane"
-	"github.com/labhub/teamspace/tests/testenv"
 )
 
 // BenchmarkPodAdmission measures what the policies of what a team may use
@@ -40,10 +39,10 @@ func BenchmarkPodAdmission(b *testing.B) {
 	// (what the hook writes from spec.nodeSelector and spec.allow).
 	plain, pinned := "bench-use-"+s, "bench-pinned-"+s
 	for _, ns := range []string{plain, pinned} {
-		meta := map[string]any{"name": ns, "labels": map[string]any{teamspace.TeamSpaceLabel: ns}}
+		meta := map[string]any{"name": ns, "labels": map[string]any{v1alpha1.TeamSpaceLabel: ns}}
 		if ns == pinned {
-			meta["labels"].(map[string]any)[teamspace.NodeSelectorLabel] = "true"
-			meta["annotations"] = map[string]any{teamspace.NodeSelectorAnnotation: "pool=bench", teamspace.AllowedAnnotationPrefix + "priority-classes": "team-high"}
+			meta["labels"].(map[string]any)[v1alpha1.NodeSelectorLabel] = "true"
+			meta["annotations"] = map[string]any{v1alpha1.NodeSelectorAnnotation: "pool=bench", v1alpha1.AllowedAnnotationPrefix + "priority-classes": "team-high"}
 		}
 		nsJSON, _ := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": meta})
 		mustKubectl(b, string(nsJSON), "create", "-f", "-")

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/labhub/teamspace/hook/api/v1alpha1"
 	"github.com/labhub/teamspace/hook/teamspace"
 )
 
@@ -519,10 +520,10 @@ func TestAllowOneTeamMore(t *testing.T) {
 		"priority class system-cluster-critical is not one the pods of TeamSpace "+strings.TrimPrefix(c.ns, "team-"))
 	// What the policies read off the namespace is not the owners' to write.
 	for _, change := range [][]string{
-		{"annotate", "namespace", c.ns, teamspace.AllowedAnnotationPrefix + "priority-classes=system-cluster-critical"},
-		{"annotate", "namespace", ns, "--overwrite", teamspace.AllowedAnnotationPrefix + "priority-classes=system-node-critical"},
-		{"label", "namespace", ns, "--overwrite", teamspace.NodeSelectorLabel + "=true"},
-		{"label", "namespace", ns, teamspace.NetworkIsolationLabel + "-"},
+		{"annotate", "namespace", c.ns, v1alpha1.AllowedAnnotationPrefix + "priority-classes=system-cluster-critical"},
+		{"annotate", "namespace", ns, "--overwrite", v1alpha1.AllowedAnnotationPrefix + "priority-classes=system-node-critical"},
+		{"label", "namespace", ns, "--overwrite", v1alpha1.NodeSelectorLabel + "=true"},
+		{"label", "namespace", ns, v1alpha1.NetworkIsolationLabel + "-"},
 	} {
 		who := owner
 		if change[2] == c.ns {

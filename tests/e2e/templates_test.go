@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/labhub/teamspace/hook/api/v1alpha1"
 	"github.com/labhub/teamspace/hook/teamspace"
 )
 
@@ -59,9 +60,9 @@ func stepTemplates(t *testing.T, w *walk) {
 	secrets := w.kube.CoreV1().Secrets(teamspace.TemplatesNamespace)
 	nps := w.kube.NetworkingV1().NetworkPolicies(teamspace.TemplatesNamespace)
 	tmpl := func(n string, selector string) metav1.ObjectMeta {
-		m := metav1.ObjectMeta{Name: n, Labels: map[string]string{teamspace.TemplateLabel: "true"}}
+		m := metav1.ObjectMeta{Name: n, Labels: map[string]string{v1alpha1.TemplateLabel: "true"}}
 		if selector != "" {
-			m.Annotations = map[string]string{teamspace.TemplateSelectorAnnotation: selector}
+			m.Annotations = map[string]string{v1alpha1.TemplateSelectorAnnotation: selector}
 		}
 		return m
 	}
@@ -81,7 +82,7 @@ func stepTemplates(t *testing.T, w *walk) {
 	})
 
 	// Every team namespace there is now, of every TeamSpace.
-	list, err := w.kube.CoreV1().Namespaces().List(w.ctx, metav1.ListOptions{LabelSelector: teamspace.TeamSpaceLabel})
+	list, err := w.kube.CoreV1().Namespaces().List(w.ctx, metav1.ListOptions{LabelSelector: v1alpha1.TeamSpaceLabel})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +97,7 @@ func stepTemplates(t *testing.T, w *walk) {
 	}
 	caIn := func(n, want string) bool {
 		c, err := w.kube.CoreV1().ConfigMaps(n).Get(w.ctx, ca.Name, metav1.GetOptions{})
-		return err == nil && c.Data["ca.crt"] == want && c.Labels[teamspace.TeamSpaceLabel] != "" && c.Labels[teamspace.TemplateLabel] == ""
+		return err == nil && c.Data["ca.crt"] == want && c.Labels[v1alpha1.TeamSpaceLabel] != "" && c.Labels[v1alpha1.TemplateLabel] == ""
 	}
 	pullIn := func(n string) bool {
 		s, err := w.kube.CoreV1().Secrets(n).Get(w.ctx, pull.Name, metav1.GetOptions{})
@@ -212,7 +213,7 @@ func stepTemplates(t *testing.T, w *walk) {
 	if err := cms.Delete(w.ctx, ca.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := secrets.Patch(w.ctx, pull.Name, types.MergePatchType, []byte(`{"metadata":{"labels":{"`+teamspace.TemplateLabel+`":null}}}`), metav1.PatchOptions{}); err != nil {
+	if _, err := secrets.Patch(w.ctx, pull.Name, types.MergePatchType, []byte(`{"metadata":{"labels":{"`+v1alpha1.TemplateLabel+`":null}}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	w.poll(t, "the CA and pull Secret copies gone from every team namespace", everywhere(func(n string) bool {

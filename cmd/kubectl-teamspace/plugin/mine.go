@@ -3,7 +3,6 @@ package plugin
 import (
 	"context"
 	"fmt"
-	"github.com/labhub/teamspace/hook/api/v1alpha1"
 	"io"
 	"maps"
 	"slices"
@@ -19,10 +18,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/labhub/teamspace/hook/api/v1alpha1"
 	"github.com/labhub/teamspace/hook/teamspace"
 )
 
-var teamSpaces = schema.GroupVersionResource{Group: teamspace.Group, Version: "v1alpha1", Resource: "teamspaces"}
+var teamSpaces = schema.GroupVersionResource{Group: v1alpha1.Group, Version: "v1alpha1", Resource: "teamspaces"}
 
 // MineRow is one TeamSpace of `mine`.
 type MineRow struct {
@@ -65,7 +65,7 @@ func teamSpaceRights(rules []authorizationv1.ResourceRule) rights {
 		return slices.Contains(list, want) || slices.Contains(list, "*")
 	}
 	for _, rule := range rules {
-		if !matches(rule.APIGroups, teamspace.Group) || !matches(rule.Resources, "teamspaces") {
+		if !matches(rule.APIGroups, v1alpha1.Group) || !matches(rule.Resources, "teamspaces") {
 			continue
 		}
 		switch {

@@ -3,7 +3,6 @@ package plugin
 import (
 	"context"
 	"fmt"
-	"github.com/labhub/teamspace/hook/api/v1alpha1"
 	"io"
 	"strings"
 
@@ -14,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/labhub/teamspace/hook/api/v1alpha1"
 	"github.com/labhub/teamspace/hook/teamspace"
 )
 
@@ -51,21 +51,21 @@ type Resource struct {
 
 // meanings are the Ready reasons in plain words, with what to do.
 var meanings = map[string]string{
-	teamspace.ReasonReady:               "everything is as asked",
-	teamspace.ReasonCreating:            "being created; wait a few seconds",
-	teamspace.ReasonInvalidSpec:         "the spec is invalid and nothing changes until it is fixed (what exists is kept); fix the fields the message names",
-	teamspace.ReasonNamespaceConflict:   "a namespace of this name is someone else's; ask the platform team",
-	teamspace.ReasonClusterRoleConflict: "its owners' ClusterRole name is taken by someone else; ask the platform team",
-	teamspace.ReasonOwnerReserved:       "spec.owners names a reserved subject, which is not bound; take it out",
-	teamspace.ReasonArchivePending:      "waiting for the archive record to be stored; the platform team must look at the archive",
-	teamspace.ReasonDeleting:            "being deleted",
-	teamspace.ReasonChildRemoving:       "something no longer asked for is being removed; wait",
-	"NamespaceKept":                     "a namespace was dropped from spec.namespaces and is kept with everything in it until its removal is confirmed (annotation platform.labhub.io/remove-namespaces)",
-	"NamespaceRemoving":                 "a namespace whose removal was confirmed is archived and being deleted",
-	"NamespaceTerminating":              "the namespace is being deleted; it comes back",
-	"NamespaceNotActive":                "the namespace is not Active yet; wait",
-	"RequesterAllowanceExceeded":        "its requester holds more than the platform's allowance: nothing new is made until one of theirs goes or the allowance is raised",
-	"LimitsInvalid":                     "the platform's limits cannot be read; the platform team must fix them",
+	v1alpha1.ReasonReady:               "everything is as asked",
+	v1alpha1.ReasonCreating:            "being created; wait a few seconds",
+	v1alpha1.ReasonInvalidSpec:         "the spec is invalid and nothing changes until it is fixed (what exists is kept); fix the fields the message names",
+	v1alpha1.ReasonNamespaceConflict:   "a namespace of this name is someone else's; ask the platform team",
+	v1alpha1.ReasonClusterRoleConflict: "its owners' ClusterRole name is taken by someone else; ask the platform team",
+	v1alpha1.ReasonOwnerReserved:       "spec.owners names a reserved subject, which is not bound; take it out",
+	v1alpha1.ReasonArchivePending:      "waiting for the archive record to be stored; the platform team must look at the archive",
+	v1alpha1.ReasonDeleting:            "being deleted",
+	v1alpha1.ReasonChildRemoving:       "something no longer asked for is being removed; wait",
+	"NamespaceKept":                    "a namespace was dropped from spec.namespaces and is kept with everything in it until its removal is confirmed (annotation platform.labhub.io/remove-namespaces)",
+	"NamespaceRemoving":                "a namespace whose removal was confirmed is archived and being deleted",
+	"NamespaceTerminating":             "the namespace is being deleted; it comes back",
+	"NamespaceNotActive":               "the namespace is not Active yet; wait",
+	"RequesterAllowanceExceeded":       "its requester holds more than the platform's allowance: nothing new is made until one of theirs goes or the allowance is raised",
+	"LimitsInvalid":                    "the platform's limits cannot be read; the platform team must fix them",
 }
 
 // meaning is a reason in plain words: Pending and OutOfDate reasons of any

@@ -86,6 +86,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/labhub/teamspace/hack/bench/internal/benchutil"
+	"github.com/labhub/teamspace/hook/api/v1alpha1"
 )
 
 const (
@@ -623,7 +624,7 @@ func (f *fleet) create(ctx context.Context) error {
 			// The admin is exempt: the label stays as written, and the
 			// API server's requested-by is the admin for all, so the
 			// label alone tells requesters apart.
-			obj.SetLabels(map[string]string{"platform.labhub.io/requester": r})
+			obj.SetLabels(map[string]string{v1alpha1.RequesterLabel: r})
 		}
 		_, err := ts.Create(ctx, obj, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
@@ -675,7 +676,7 @@ func (f *fleet) create(ctx context.Context) error {
 func (f *fleet) setAllowance(ctx context.Context) error {
 	patch := fmt.Sprintf(`{"data":{"maxTeamSpacesPerRequester":"%d","maxPodsPerRequester":"%d","maxCPUPerRequester":"","maxMemoryPerRequester":""}}`,
 		f.perRequester, f.perRequester*tsPods)
-	_, err := f.c.Kube.CoreV1().ConfigMaps("teamspace-system").Patch(ctx, "teamspace-limits", types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	_, err := f.c.Kube.CoreV1().ConfigMaps(v1alpha1.SystemNamespace).Patch(ctx, v1alpha1.LimitsName, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 	return err
 }
 

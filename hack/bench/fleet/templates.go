@@ -16,13 +16,12 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/labhub/teamspace/hack/bench/internal/benchutil"
+	"github.com/labhub/teamspace/hook/api/v1alpha1"
 )
 
 // What the platform puts in every team namespace (issue #53), at fleet
 // scale.
 const (
-	templatesNamespace = "teamspace-system"
-	templateLabel      = "platform.labhub.io/template"
 	// templateName is the ConfigMap template phase templates adds,
 	// changes and deletes; its copies are watched by this name.
 	templateName = "fleet-template"
@@ -63,14 +62,14 @@ func (f *fleet) templates(ctx context.Context, rest time.Duration) error {
 		}
 		return n
 	}
-	cms := f.c.Kube.CoreV1().ConfigMaps(templatesNamespace)
+	cms := f.c.Kube.CoreV1().ConfigMaps(v1alpha1.SystemNamespace)
 	defer func() { _ = cms.Delete(context.Background(), templateName, metav1.DeleteOptions{}) }()
 	steps := []struct {
 		name, value string
 		do          func() error
 	}{
 		{"added", "1", func() error {
-			_, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: templateName, Labels: map[string]string{templateLabel: "true"}},
+			_, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: templateName, Labels: map[string]string{v1alpha1.TemplateLabel: "true"}},
 				Data: map[string]string{"v": "1"}}, metav1.CreateOptions{})
 			return err
 		}},

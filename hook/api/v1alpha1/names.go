@@ -59,3 +59,127 @@ const (
 	// missing, or a key is not a number or quantity); nothing new is given.
 	ReasonLimitsInvalid = "LimitsInvalid"
 )
+
+// Labels and annotations the platform writes on the objects it makes, or
+// reads from objects the platform team writes.
+const (
+	// TeamSpaceLabel marks children with the TeamSpace they belong to.
+	TeamSpaceLabel = Group + "/teamspace"
+	// NetworkIsolationLabel ("true") marks a team namespace whose TeamSpace
+	// asks for isolation: hack/deploy/namespaces.yaml then refuses its owners a
+	// NetworkPolicy that admits ingress from outside it (an admission policy
+	// cannot read the TeamSpace, it can read the namespace's labels). Absent
+	// when isolation is off.
+	NetworkIsolationLabel = Group + "/network-isolation"
+	// NodeSelectorLabel ("true") marks a team namespace whose TeamSpace has a
+	// node selector (its pairs are annotation NodeSelectorAnnotation): the
+	// node selector policies of hack/deploy/team-use.yaml select namespaces by
+	// it, so that a pod in any other namespace costs them nothing (an
+	// admission policy's matchConditions cannot read the namespace). Absent
+	// without spec.nodeSelector.
+	NodeSelectorLabel = Group + "/node-selector"
+	// NodeSelectorAnnotation is spec.nodeSelector as key=value pairs,
+	// comma-separated, sorted by key (label keys and values hold neither
+	// "," nor "=").
+	NodeSelectorAnnotation = Group + "/node-selector"
+	// AllowedAnnotationPrefix + storage-classes, priority-classes,
+	// runtime-classes, ingress-classes, gateways: the spec.allow lists,
+	// comma-separated in spec order.
+	AllowedAnnotationPrefix = Group + "/allowed-"
+	// QuotasAnnotation on a team namespace's LimitRange is the quotas the
+	// namespace holds: a JSON object of quota name (team-quota,
+	// team-objects) to spec.hard, in the canonical form the API server
+	// stores. Written by Sync.
+	QuotasAnnotation = Group + "/quotas"
+	// QuotasObservedAnnotation is what the quotas in the namespace hold,
+	// in the same form: the spec.hard of each that exists; absent while
+	// none does. Written by Quotas.
+	QuotasObservedAnnotation = Group + "/quotas-observed"
+	// OverShareAnnotation says where team-quota reports more used than
+	// its limit (a share lowered below what runs), absent otherwise: it
+	// changes only when that starts or ends, never per pod. Written by
+	// Quotas.
+	OverShareAnnotation = Group + "/over-share"
+	// RemoveNamespacesAnnotation on a TeamSpace confirms the removal of extra
+	// namespaces: a comma-separated list of entry names. An extra namespace
+	// goes only when its entry is gone from spec.namespaces and this
+	// annotation names it, as deleting a protected TeamSpace takes lifting its
+	// protection first (guardrails.yaml): dropping an entry alone keeps the
+	// namespace with everything in it (NamespaceKept). guardrails.yaml refuses
+	// an entry that the annotation names, so that a name left in it never
+	// deletes a namespace made again later.
+	RemoveNamespacesAnnotation = Group + "/remove-namespaces"
+	// TemplateLabel marks a template; its value must be "true".
+	TemplateLabel = Group + "/template"
+	// TemplateSelectorAnnotation, on a template, is a label selector of
+	// TeamSpaces ("tier=gold", as kubectl get -l takes it): only those
+	// get the copy. Absent or empty: every TeamSpace.
+	TemplateSelectorAnnotation = Group + "/teamspace-selector"
+	// TemplatesBundleLabel marks the CompositeController that is the
+	// bundle's parent (the DecoratorController selects it by this label).
+	TemplatesBundleLabel = Group + "/templates-bundle"
+)
+
+// The conditions a TeamSpace reports. Ready is always there. Reconciling
+// and Stalled follow the "abnormal-true" convention of kstatus
+// (sigs.k8s.io/cli-utils, what Flux and kpt wait with), present only while
+// they are True: Reconciling while the TeamSpace is on its way (kstatus
+// InProgress), Stalled where a person must act (kstatus Failed). Ready
+// True has neither (kstatus Current).
+const (
+	ConditionReady       = "Ready"
+	ConditionReconciling = "Reconciling"
+	ConditionStalled     = "Stalled"
+)
+
+// Reasons of the Ready condition (Reconciling and Stalled carry the same).
+// Which one a sync reports when several hold is the order of the hook's
+// readiness chain (package teamspace, ready.go).
+const (
+	ReasonReady       = "Ready"
+	ReasonInvalidSpec = "InvalidSpec"
+	// ReasonCreating: the namespace is missing or Active and none of the
+	// children inside it exist yet (a new TeamSpace, or one whose
+	// namespace was deleted).
+	ReasonCreating = "Creating"
+	// ReasonChildRemoving: a child the spec no longer asks for (owners
+	// removed, networkIsolation false) is still there.
+	ReasonChildRemoving = "ChildRemoving"
+	// ReasonDeleting: the TeamSpace is being deleted (finalize).
+	ReasonDeleting = "Deleting"
+	// ReasonArchivePending says a deletion, or a namespace's removal,
+	// waits for its archive record.
+	ReasonArchivePending = "ArchivePending"
+	// ReasonOwnerReserved: an owner the hook never binds (a reserved
+	// subject) is named in spec.owners.
+	ReasonOwnerReserved = "OwnerReserved"
+
+	ReasonNamespacePending     = "NamespacePending"
+	ReasonNamespaceTerminating = "NamespaceTerminating"
+	ReasonNamespaceNotActive   = "NamespaceNotActive"
+	ReasonNamespaceConflict    = "NamespaceConflict"
+	// ReasonNamespaceOutOfDate: the namespace's labels (Pod Security)
+	// differ from the spec.
+	ReasonNamespaceOutOfDate = "NamespaceOutOfDate"
+	// ReasonNamespaceKept: an extra namespace whose entry was removed from
+	// spec.namespaces is kept with everything in it.
+	ReasonNamespaceKept = "NamespaceKept"
+	// ReasonNamespaceRemoving: a confirmed removal is under way (the
+	// namespace is archived and being deleted).
+	ReasonNamespaceRemoving = "NamespaceRemoving"
+
+	// Each child type's pending and out-of-date reasons.
+	ReasonQuotaPending                = "QuotaPending"
+	ReasonQuotaOutOfDate              = "QuotaOutOfDate"
+	ReasonLimitRangePending           = "LimitRangePending"
+	ReasonLimitRangeOutOfDate         = "LimitRangeOutOfDate"
+	ReasonRoleBindingPending          = "RoleBindingPending"
+	ReasonRoleBindingOutOfDate        = "RoleBindingOutOfDate"
+	ReasonNetworkPolicyPending        = "NetworkPolicyPending"
+	ReasonNetworkPolicyOutOfDate      = "NetworkPolicyOutOfDate"
+	ReasonClusterRolePending          = "ClusterRolePending"
+	ReasonClusterRoleOutOfDate        = "ClusterRoleOutOfDate"
+	ReasonClusterRoleConflict         = "ClusterRoleConflict"
+	ReasonClusterRoleBindingPending   = "ClusterRoleBindingPending"
+	ReasonClusterRoleBindingOutOfDate = "ClusterRoleBindingOutOfDate"
+)
