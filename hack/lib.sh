@@ -10,6 +10,12 @@ TEAMSPACE_HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck disable=SC2034 # for the scripts that source this file
 TEAMSPACE_ROOT="$(cd "${TEAMSPACE_HACK_DIR}/.." && pwd)"
 
+# What the shipped installer needs (messages, the engine's pinned release,
+# background processes, the platform's manifests) is hack/deploy/lib.sh's,
+# which stands on its own; the developers' scripts build on it.
+# shellcheck source=hack/deploy/lib.sh
+source "${TEAMSPACE_HACK_DIR}/deploy/lib.sh"
+
 # Cache of built binaries, shared by every run and every clone on the machine.
 TEAMSPACE_CACHE="${TEAMSPACE_CACHE:-${XDG_CACHE_HOME:-${HOME}/.cache}/teamspace}"
 KUBE_BIN_DIR="${TEAMSPACE_CACHE}/k8s-${KUBE_VERSION}/bin"
@@ -44,20 +50,10 @@ PROMTOOL_BIN="${TEAMSPACE_CACHE}/promtool-${PROMETHEUS_VERSION}/bin/promtool"
 KUBE_STATE_METRICS_VERSION="${KUBE_STATE_METRICS_VERSION:-v2.20.0}"
 KUBE_STATE_METRICS_BIN="${TEAMSPACE_CACHE}/kube-state-metrics-${KUBE_STATE_METRICS_VERSION}/bin/kube-state-metrics"
 
-# The Metacontroller release the project runs and is tested with: the one
-# place it is pinned (hack/deploy/install.sh's default CRDs, the test
-# engine ensure_metacontroller builds, hack/bench.sh's machine.txt).
-METACONTROLLER_VERSION="${METACONTROLLER_VERSION:-v4.17.2}"
+# METACONTROLLER_VERSION, the one pin of the engine's release, is in
+# hack/deploy/lib.sh (sourced above): the installer checks it too.
 METACONTROLLER_REPO="${METACONTROLLER_REPO:-https://github.com/metacontroller/metacontroller}"
 METACONTROLLER_CACHE="${TEAMSPACE_CACHE}/metacontroller-${METACONTROLLER_VERSION}"
-
-# compositecontroller_at BASE_URL prints compositecontroller.yaml with its
-# hook URLs at BASE_URL (e.g. http://127.0.0.1:8123) instead of the default
-# http://127.0.0.1:8080: the one place a hook URL is rewritten (hack/up.sh,
-# hack/deploy/install.sh and the tests call it).
-compositecontroller_at() {
-	sed -e "s#http://127\.0\.0\.1:8080/#${1%/}/#g" "${TEAMSPACE_ROOT}/compositecontroller.yaml"
-}
 
 # engine_tuning_flags prints the engine's tuning flags. They live in the
 # systemd unit only (METACONTROLLER_TUNING, with the reasons); hack/up.sh
@@ -67,68 +63,6 @@ engine_tuning_flags() {
 	flags=$(sed -n 's/^Environment="METACONTROLLER_TUNING=\(.*\)"$/\1/p' "${unit}")
 	[[ -n "${flags}" ]] || die "no METACONTROLLER_TUNING in ${unit}"
 	printf '%s\n' "${flags}"
-}
-
-# ------------------------------------------------------------------ messages
-# Every script here speaks the same way: "PROG: message" on stderr, one line
-# per error ("PROG: error: ..."), so that a caller or a test can match it.
-# A script sets prog before sourcing this file (default: its file name).
-
-: "${prog:=$(basename "$0")}"
-
-say() { printf '%s: %s\n' "${prog}" "$*" >&2; }
-warn() { printf '%s: WARNING: %s\n' "${prog}" "$*" >&2; }
-die() {
-	printf '%s: error: %s\n' "${prog}" "$*" >&2
-	exit 1
-}
-
-# usage prints the running script's header comment (line 2 up to `set -euo`).
-usage() { sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; }
-
-# other_arg ARG ends a script's argument loop: -h/--help prints the usage,
-# anything else is refused in one line.
-other_arg() {
-	case $1 in
-	-h | --help) usage; exit 0 ;;
-	*) die "unknown argument '$1' (see --help)" ;;
-	esac
-}
-
-# no_args is the argument handling of a script that takes none: -h/--help
-# prints the usage, anything else is refused in one line.
-no_args() {
-	(($# == 0)) || other_arg "$1"
-	(($# <= 1)) || die "unknown argument '$2' (see --help)"
-}
-
-# one_line joins lines with ", ".
-one_line() { paste -sd, - | sed 's/,/, /g'; }
-
-# port_in_use HOST:PORT (or PORT, on 127.0.0.1): something accepts TCP
-# connections there.
-port_in_use() {
-	local addr=$1
-	[[ ${addr} == *:* ]] || addr=127.0.0.1:${addr}
-	(exec 3<>"/dev/tcp/${addr%:*}/${addr##*:}") 2>/dev/null
-}
-
-# wait_http URL SECONDS [ALIVE_CMD...] waits until URL answers 2xx. Without
-# an answer it returns 1 after SECONDS, or 2 as soon as ALIVE_CMD (when
-# given: is the process that should answer still there?) fails. The caller
-# says what went wrong, with its own hint (a log, a journal).
-wait_http() {
-	local url=$1 end=$((SECONDS + $2))
-	shift 2
-	command -v curl >/dev/null || die "curl not found: it is needed to check ${url}"
-	while ((SECONDS < end)); do
-		curl -fsS -o /dev/null --max-time 1 "${url}" 2>/dev/null && return 0
-		if (($# > 0)) && ! "$@"; then
-			return 2
-		fi
-		sleep 0.1
-	done
-	return 1
 }
 
 # as_root runs a command as root, through sudo when we are not root.
@@ -373,22 +307,6 @@ metacontroller_src_version() {
 	fi
 }
 
-# metacontroller_bin_version BIN prints the version a Metacontroller binary
-# was stamped with (-X main.version=..., as its release builds and
-# ensure_metacontroller do; "v" added where a release left it out), or
-# nothing when it was not. -trimpath keeps -ldflags out of the build info,
-# so the binary is asked: it logs its version first, then stops at the
-# kubeconfig it cannot read (nothing is served or contacted before that).
-metacontroller_bin_version() {
-	local v
-	v=$(timeout 10 "$1" --kubeconfig=/nonexistent/teamspace-version-probe --metrics-address=0 \
-		--health-probe-bind-address=0 --pprof-address=0 </dev/null 2>&1 |
-		sed -n 's/.*"msg":"Configuration information".*"version":"\([^"]*\)".*/\1/p' | head -1) || true
-	[[ -n "${v}" && "${v}" != "No version provided" ]] || return 0
-	[[ "${v}" == v* ]] || v="v${v}"
-	printf '%s\n' "${v}"
-}
-
 # check_metacontroller_bin BIN WHAT dies in one line (naming WHAT) unless BIN
 # is an executable file, a Go program whose main package is Metacontroller's
 # and whose stamped version, where it has one, is METACONTROLLER_VERSION.
@@ -408,16 +326,8 @@ check_metacontroller_bin() {
 	elif [[ "${v}" == *+* ]]; then
 		refuse_changed_engine "${what}" "${v}"
 	elif [[ "${v}" != "${METACONTROLLER_VERSION}" ]]; then
-		die "${what} is Metacontroller ${v}, not ${METACONTROLLER_VERSION} (the version hack/lib.sh pins)"
+		die "${what} is Metacontroller ${v}, not ${METACONTROLLER_VERSION} (the version hack/deploy/lib.sh pins)"
 	fi
-}
-
-# refuse_changed_engine WHAT VERSION dies saying that WHAT, a build stamped
-# VERSION (<tag>+<changes>, as ensure_proposed_engine stamps the engine with
-# the patches proposed upstream), is not the stock engine that the suite and
-# every install path run.
-refuse_changed_engine() {
-	die "$1 is Metacontroller $2, a build with changes (hack/bench/engine-patches are for hack/bench.sh only): the suite and every install path run the stock ${METACONTROLLER_VERSION}"
 }
 
 # build_metacontroller SRC WHAT [DIR [STAMP]] builds SRC's
@@ -434,7 +344,7 @@ build_metacontroller() {
 	fi
 	v=$(metacontroller_src_version "${src}")
 	[[ -n "${v}" ]] || die "${what}: cannot tell its version (not a git checkout of a tag, no SOURCE naming one); want ${METACONTROLLER_VERSION}"
-	[[ "${v}" == "${METACONTROLLER_VERSION}" ]] || die "${what} is Metacontroller ${v}, not ${METACONTROLLER_VERSION} (the version hack/lib.sh pins)"
+	[[ "${v}" == "${METACONTROLLER_VERSION}" ]] || die "${what} is Metacontroller ${v}, not ${METACONTROLLER_VERSION} (the version hack/deploy/lib.sh pins)"
 	start="${SECONDS}"
 	say "building Metacontroller ${stamp} from ${src} into ${dir}/bin (~4 minutes cold on 2 cores)"
 	mkdir -p "${dir}"
@@ -595,158 +505,4 @@ clone_metacontroller() {
 	fi
 	rm -rf "${dst}"
 	mv "${tmp}" "${dst}"
-}
-
-# ------------------------------------------------------ background processes
-# One way, for every script here, to run a process in the background and
-# stop it again by its pid file without ever signalling a stranger.
-
-# pid_owned PIDFILE MARKER prints the pid recorded in PIDFILE if that process
-# runs and its command line contains MARKER (a state directory, an install
-# prefix), so that a recycled pid is never taken for ours.
-pid_owned() {
-	local pid cmdline
-	pid="$(cat "$1" 2>/dev/null)" || return 1
-	[[ "${pid}" =~ ^[0-9]+$ && -r "/proc/${pid}/cmdline" ]] || return 1
-	# No pipe into grep -q here: under pipefail, grep quitting at the first
-	# match can fail the pipeline with tr's SIGPIPE and lose a live process.
-	cmdline="$(tr '\0' ' ' <"/proc/${pid}/cmdline" 2>/dev/null)" || return 1
-	[[ "${cmdline}" == *"$2"* ]] || return 1
-	printf '%s\n' "${pid}"
-}
-
-# start_bg PIDFILE LOG CMD... starts CMD in its own session, detached from
-# this shell, appending to LOG, and records its pid.
-start_bg() {
-	local pidfile="$1" logfile="$2"
-	shift 2
-	printf '\n=== %s: %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$*" >>"${logfile}"
-	setsid "$@" </dev/null >>"${logfile}" 2>&1 &
-	printf '%s\n' "$!" >"${pidfile}"
-}
-
-# stop_owned PIDFILE MARKER WHAT TIMEOUT_S sends SIGTERM to the process of
-# pid_owned, SIGKILL if it is still there after TIMEOUT_S seconds, and
-# removes PIDFILE.
-stop_owned() {
-	local pidfile="$1" marker="$2" what="$3" timeout="$4" pid i
-	if pid="$(pid_owned "${pidfile}" "${marker}")"; then
-		say "stopping ${what} (pid ${pid})"
-		kill -TERM "${pid}" 2>/dev/null || true
-		for ((i = 0; i < timeout * 10; i++)); do
-			pid_owned "${pidfile}" "${marker}" >/dev/null || break
-			sleep 0.1
-		done
-		if pid_owned "${pidfile}" "${marker}" >/dev/null; then
-			say "${what} (pid ${pid}) did not stop in ${timeout}s; killing it"
-			kill -KILL "${pid}" 2>/dev/null || true
-			sleep 0.2
-		fi
-		# An orphan's exit is reaped by PID 1, which on some hosts takes a
-		# moment: wait (briefly) until the pid is gone from the process table.
-		for ((i = 0; i < 50; i++)); do
-			[[ "$(awk '{print $3}' "/proc/${pid}/stat" 2>/dev/null)" == Z ]] || break
-			sleep 0.1
-		done
-	fi
-	rm -f "${pidfile}"
-}
-
-# ensure_limits_config KUBECTL...: creates ConfigMap
-# teamspace-system/teamspace-limits from hack/deploy/limits-config.yaml when
-# it is missing and keeps one that exists: it holds the platform team's
-# limits, and an upgrade must not reset them. Its namespace must exist. It
-# says in one line (with the caller's say) which it did. Used by
-# hack/deploy/install.sh and hack/up.sh.
-ensure_limits_config() {
-	local ns=teamspace-system cm=teamspace-limits kept
-	# shellcheck disable=SC2016 # a go-template, not shell
-	if kept=$("$@" -n "$ns" get configmap "$cm" -o go-template='{{range $k, $v := .data}}{{$k}}="{{$v}}" {{end}}' 2>/dev/null); then
-		say "platform limits: ConfigMap $ns/$cm exists, kept as it is: $kept"
-	else
-		"$@" create -f "${TEAMSPACE_ROOT}/hack/deploy/limits-config.yaml" >&2
-		say "platform limits: created ConfigMap $ns/$cm with the shipped defaults (change them: kubectl -n $ns edit configmap $cm)"
-	fi
-}
-
-# platform_manifests KUBECTL...: prints the platform, hack/deploy's
-# kustomization (the roles, the guard rails, every admission policy: listed
-# there once), rendered by KUBECTL kustomize, as this API server can take
-# it: where it serves no MutatingAdmissionPolicy v1 (Kubernetes < 1.36)
-# without requested-by.yaml's policies (new TeamSpaces are then not stamped
-# with who asked), saying so in one line. hack/deploy/install.sh and
-# hack/up.sh apply exactly this, hack/deploy/uninstall.sh deletes it.
-platform_manifests() {
-	if "$@" get --raw /apis/admissionregistration.k8s.io/v1 2>/dev/null | grep -q '"name":"mutatingadmissionpolicies"'; then
-		"$@" kustomize "${TEAMSPACE_ROOT}/hack/deploy"
-	else
-		say "requested-by: this API server has no MutatingAdmissionPolicy v1 (Kubernetes < 1.36): new TeamSpaces are not stamped with who asked (the limits still refuse a forged one), a TeamSpace's node selector is not filled into its pods (pods that leave it out are refused), and claims that name no class get the cluster's default, not defaultStorageClass"
-		"$@" kustomize "${TEAMSPACE_ROOT}/hack/deploy" | without_kinds 'MutatingAdmissionPolicy|MutatingAdmissionPolicyBinding'
-	fi
-}
-
-# without_kinds REGEX copies a YAML stream as kustomize writes it (documents
-# separated by "---", "kind:" at the start of a line), leaving out the
-# documents whose kind matches REGEX entirely.
-without_kinds() {
-	awk -v re="^kind: (${1})\$" '
-		function flush() {
-			if (doc != "" && !drop) printf "%s---\n", doc
-			doc = ""
-			drop = 0
-		}
-		/^---$/ { flush(); next }
-		{ doc = doc $0 "\n"; if ($0 ~ re) drop = 1 }
-		END { flush() }'
-}
-
-# wait_teamspaces_admitted KUBECTL...: waits (60 s at most) until the API
-# server admits a TeamSpace as it will admit the users' own, asked by a
-# server-side dry run. Two things lag behind the objects install.sh and up.sh
-# apply: a policy takes effect once the API server's informers have it, and
-# a MutatingAdmissionPolicy on a new CRD knows its schema once the API
-# server has read it back from its own OpenAPI (every 5 s). Until then a
-# create is either not stamped with who asked or refused with 503 "Resource
-# kind ... not found", which a first TeamSpace right after up.sh met in CI.
-# So the probe must come back stamped (where requested-by.yaml is applied).
-# A refusal of another kind is an answer of the admission chain (the probe's
-# name taken, say): it ends the wait too. Used by hack/deploy/install.sh and
-# hack/up.sh.
-wait_teamspaces_admitted() {
-	local out first="" i probe stamped=""
-	probe=$'apiVersion: platform.labhub.io/v1alpha1\nkind: TeamSpace\nmetadata:\n  name: teamspace-admission-probe\nspec:\n  pods: 1\n'
-	if "$@" get mutatingadmissionpolicies.admissionregistration.k8s.io teamspace-requested-by >/dev/null 2>&1; then
-		stamped=yes
-	fi
-	for ((i = 0; i < 60; i++)); do
-		if out=$(printf '%s' "$probe" | "$@" create --dry-run=server -o 'jsonpath={.metadata.annotations.platform\.labhub\.io/requested-by}' -f - 2>&1); then
-			if [[ -z $stamped || -n $out ]]; then
-				((i == 0)) || say "TeamSpaces are admitted after ${i} s (before: ${first//$'\n'/ })"
-				return 0
-			fi
-			out="admitted but not stamped with who asked: the MutatingAdmissionPolicy teamspace-requested-by is not in effect yet"
-		else
-			case $out in
-			*"There can be a delay"* | *ServiceUnavailable* | *"no matches for kind"* | *"could not find the requested resource"*) ;;
-			*)
-				say "TeamSpaces are admitted (a dry-run probe was refused on its own terms: ${out//$'\n'/ })"
-				return 0
-				;;
-			esac
-		fi
-		[[ -n $first ]] || first=$out
-		sleep 1
-	done
-	say "the API server does not admit TeamSpaces yet after 60 s: ${out//$'\n'/ }"
-	return 1
-}
-
-# unowned_team_namespaces KUBECTL...: prints, one a line, the namespaces
-# named team-* that no TeamSpace owns (no ownerReference of kind TeamSpace):
-# made by hand, or left from an old install. The TeamSpace of that name, if
-# any, says NamespaceConflict; hack/deploy/namespaces.yaml keeps new ones from
-# appearing. Used by hack/deploy/install.sh and hack/deploy/status.sh.
-unowned_team_namespaces() {
-	# shellcheck disable=SC2016 # a go-template, not shell
-	"$@" get namespaces -o go-template='{{range .items}}{{$n := .metadata.name}}{{if and (gt (len $n) 5) (eq (slice $n 0 5) "team-")}}{{$owned := false}}{{range .metadata.ownerReferences}}{{if eq .kind "TeamSpace"}}{{$owned = true}}{{end}}{{end}}{{if not $owned}}{{$n}}{{"\n"}}{{end}}{{end}}{{end}}'
 }

@@ -17,7 +17,7 @@
 #   KUBE_VERSION=v1.35.4 hack/test.sh       another Kubernetes release
 #   TEAMSPACE_DATASTORE=etcd hack/test.sh   Debian's etcd instead of kine
 #   METACONTROLLER_BIN=/path hack/test.sh   an engine of your own (of the
-#                                           version hack/lib.sh pins)
+#                                           version hack/deploy/lib.sh pins)
 #   METACONTROLLER_SRC=/path hack/test.sh   build it from that checkout
 #
 # Without either, the engine is built from ../shared/metacontroller/<version>

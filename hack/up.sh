@@ -24,7 +24,7 @@
 # Environment:
 #   METACONTROLLER_BIN   the Metacontroller binary (else `metacontroller` on PATH,
 #                        else built once from its source at the version
-#                        hack/lib.sh pins: METACONTROLLER_SRC, or
+#                        hack/deploy/lib.sh pins: METACONTROLLER_SRC, or
 #                        ../shared/metacontroller/<version>, or a clone of the tag).
 #   METACONTROLLER_CRDS  Metacontroller's CRD manifest (metacontroller-crds-v1.yaml
 #                        of its release); default ../shared/metacontroller/ beside
@@ -49,7 +49,7 @@ cluster_sh="$repo/hack/cluster.sh"
 
 # find_engine prints the Metacontroller binary to use: METACONTROLLER_BIN,
 # else `metacontroller` on PATH, else the one ensure_metacontroller builds
-# once from its source at the pinned tag (hack/lib.sh); or says in one line
+# once from its source at the pinned tag (hack/deploy/lib.sh); or says in one line
 # how to provide one.
 find_engine() {
 	require_metacontroller "hack/up.sh (nothing has been started)"

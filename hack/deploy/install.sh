@@ -39,7 +39,7 @@ prog=install.sh
 # shellcheck source=hack/deploy/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-# METACONTROLLER_VERSION: hack/lib.sh, the one place it is pinned.
+# METACONTROLLER_VERSION: hack/deploy/lib.sh, the one place it is pinned.
 default_crds="https://raw.githubusercontent.com/metacontroller/metacontroller/$METACONTROLLER_VERSION/manifests/production/metacontroller-crds-v1.yaml"
 
 while (($# > 0)); do

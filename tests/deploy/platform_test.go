@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// platformAs runs platform_manifests (hack/lib.sh: what install.sh and
+// platformAs runs platform_manifests (hack/deploy/lib.sh: what install.sh and
 // hack/up.sh apply and uninstall.sh deletes) against a stand-in kubectl
 // that answers the discovery request with discovery, as a release would,
 // and renders with the real kubectl kustomize.

@@ -48,3 +48,28 @@ func TestScriptsAnswerHelp(t *testing.T) {
 		})
 	}
 }
+
+// TestDeployStandsAlone (issue #65, item 5): the shipped installer's
+// scripts source nothing of the developers' hack/lib.sh. Each of them
+// answers --help from a tree holding hack/deploy alone, with the engine's
+// pinned release among what they can name.
+func TestDeployStandsAlone(t *testing.T) {
+	offline(t)
+	root := repoRoot(t)
+	tree := filepath.Join(t.TempDir(), "tree")
+	deploy := filepath.Join(tree, "hack", "deploy")
+	if err := os.CopyFS(deploy, os.DirFS(filepath.Join(root, "hack", "deploy"))); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, s := range []string{"install.sh", "uninstall.sh", "status.sh", "hand-over-quotas.sh"} {
+		if r := runCmd(ctx, tree, os.Environ(), nil, "bash", filepath.Join(deploy, s), "--help"); r.err != nil {
+			t.Errorf("%s --help without hack/lib.sh: %v\n%s%s", s, r.err, r.stdout, r.stderr)
+		}
+	}
+	r := runCmd(ctx, tree, os.Environ(), nil, "bash", "-c", `set -euo pipefail; source hack/deploy/lib.sh; printf %s "$METACONTROLLER_VERSION"`)
+	if r.err != nil || !strings.HasPrefix(r.stdout, "v") {
+		t.Errorf("METACONTROLLER_VERSION from hack/deploy/lib.sh alone: %v %q %s", r.err, r.stdout, r.stderr)
+	}
+}

@@ -199,12 +199,12 @@ func TestEngineBuiltFromSource(t *testing.T) {
 func checkoutWith(t *testing.T, scripts ...string) string {
 	t.Helper()
 	root := filepath.Join(t.TempDir(), "checkout")
-	if err := os.MkdirAll(filepath.Join(root, "hack"), 0o755); err != nil {
-		t.Fatal(err)
-	}
 	for _, s := range scripts {
 		b, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "hack", s))
 		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(root, "hack", s)), 0o755); err != nil {
 			t.Fatal(err)
 		}
 		if err := os.WriteFile(filepath.Join(root, "hack", s), b, 0o755); err != nil {
@@ -224,7 +224,7 @@ func TestEngineFromAClone(t *testing.T) {
 		t.Fatal(r.Error())
 	}
 	cache := t.TempDir()
-	r := run(t, checkoutWith(t, "lib.sh"), []string{"METACONTROLLER_REPO=file://" + repo, "TEAMSPACE_CACHE=" + cache}, ensure)
+	r := run(t, checkoutWith(t, "lib.sh", "deploy/lib.sh"), []string{"METACONTROLLER_REPO=file://" + repo, "TEAMSPACE_CACHE=" + cache}, ensure)
 	if r.Err != nil {
 		t.Fatal(r.Error())
 	}
@@ -241,7 +241,7 @@ func TestEngineFromAClone(t *testing.T) {
 // one; outside CI the warning lists what does not run, from the tests' own
 // texts.
 func TestSuiteWithoutEngine(t *testing.T) {
-	root := checkoutWith(t, "lib.sh", "test.sh")
+	root := checkoutWith(t, "lib.sh", "deploy/lib.sh", "test.sh")
 	env := []string{"METACONTROLLER_REPO=file:///nonexistent/metacontroller", "TEAMSPACE_CACHE=" + t.TempDir(), "CI=true"}
 	r := run(t, root, env, "hack/test.sh")
 	if r.Err == nil {
