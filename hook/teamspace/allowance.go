@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/labhub/teamspace/hook/allowance"
 	"github.com/labhub/teamspace/hook/api/v1alpha1"
@@ -51,13 +50,13 @@ func allowanceEntry(m *Meta, spec *Spec) allowance.TeamSpace {
 // overAllowance says why the TeamSpace, whose valid spec is spec, gets no
 // new children: it does not fit its requester's allowance beside their
 // older TeamSpaces (allowance.Serve), or the allowance cannot be read.
-func (r *Request) overAllowance(spec Spec) (reason, msg string, over bool) {
-	self := allowanceEntry(&r.Parent.Metadata, &spec)
+func (o *observation) overAllowance(spec Spec) (reason, msg string, over bool) {
+	self := allowanceEntry(&o.parent.Metadata, &spec)
 	if !self.Counted {
 		return "", "", false
 	}
 	name := self.Requester.Name
-	cm := r.Related[limitsKey][v1alpha1.SystemNamespace+"/"+v1alpha1.LimitsName]
+	cm := o.limits()
 	if cm == nil {
 		return v1alpha1.ReasonLimitsInvalid, fmt.Sprintf("%s is missing: the allowance of requester %s cannot be read; nothing new is created until the platform restores it", allowance.Source, name), true
 	}
@@ -69,9 +68,9 @@ func (r *Request) overAllowance(spec Spec) (reason, msg string, over bool) {
 		return "", "", false
 	}
 	all := []allowance.TeamSpace{self}
-	for _, o := range r.Related[teamSpacesKey] {
-		if o.Metadata.UID != self.UID {
-			all = append(all, AllowanceEntry(&o.Metadata, o.Spec))
+	for _, ts := range o.siblings() {
+		if ts.Metadata.UID != self.UID {
+			all = append(all, AllowanceEntry(&ts.Metadata, ts.Spec))
 		}
 	}
 	served, _ := allowance.Serve(a, self.Requester, all)
@@ -86,19 +85,4 @@ func (r *Request) overAllowance(spec Spec) (reason, msg string, over bool) {
 		return v1alpha1.ReasonAllowanceExceeded, msg, true
 	}
 	return "", "", false
-}
-
-// syncOverAllowance answers a TeamSpace beyond its requester's allowance,
-// or whose allowance cannot be read: what it already has is kept as it is,
-// nothing new is created.
-func syncOverAllowance(r *Request, resp *Response, reason, msg string) *Response {
-	kept := keepChildren(r, resp, false)
-	switch {
-	case r.observedNamespace() != nil:
-		msg += fmt.Sprintf("; keeping what it has as it is: %s", strings.Join(append([]string{"namespace " + NamespaceName(r.Parent.Metadata.Name)}, kept...), ", "))
-	case reason == v1alpha1.ReasonAllowanceExceeded:
-		msg += "; no namespace until one of them is deleted or the platform raises the allowance"
-	}
-	resp.setReady(r, metav1.ConditionFalse, reason, msg)
-	return resp
 }

@@ -236,16 +236,3 @@ func templateRules() []RelatedResourceRule {
 	}
 	return out
 }
-
-// bundleTemplates are the templates a TeamSpace's request shows: as
-// related objects (an engine holding an older customize answer, which
-// shows a key for each of the four rules, a template or not), or in the
-// bundle. known is false when the bundle is missing or does not decode.
-func (r *Request) bundleTemplates() (templates []*template, known bool) {
-	// Only the template rules ask for NetworkPolicies and RoleBindings:
-	// their keys are there, empty or not, when the engine used them.
-	if related := templatesIn(r.Related); len(related) > 0 || r.Related[networkPolicyType.key] != nil || r.Related[roleBindingType.key] != nil {
-		return related, true
-	}
-	return decodeBundle(r.Related[bundleKind.key][TemplatesNamespace+"/"+TemplatesBundleName])
-}

@@ -75,7 +75,7 @@ func TestTemplatesBundleUnknown(t *testing.T) {
 			if c.bundle != nil {
 				r.Related[bundleKind.key] = ObjectMap{TemplatesNamespace + "/" + TemplatesBundleName: c.bundle}
 			}
-			if _, known := r.bundleTemplates(); known != c.known {
+			if _, known := bundleTemplates(r.Related); known != c.known {
 				t.Errorf("known = %v, want %v", known, c.known)
 			}
 		})
@@ -103,7 +103,7 @@ func TestTemplatesHook(t *testing.T) {
 	}
 
 	r := &Request{Related: map[string]ObjectMap{bundleKind.key: {TemplatesNamespace + "/" + TemplatesBundleName: bundleObject(t, related)}}}
-	templates, known := r.bundleTemplates()
+	templates, known := bundleTemplates(r.Related)
 	if !known || len(templates) != 1 || templates[0].obj.Metadata.Name != "company-ca" || templates[0].selector.String() != "tier=gold" {
 		t.Errorf("bundle holds %v (known %v), want ConfigMap company-ca selecting tier=gold alone", templates, known)
 	}

@@ -241,12 +241,8 @@ func (t *childType) kept(u *unit, o *Object) object {
 // nil if there is none, it does not parse, or it holds none of the fields
 // the hook sets.
 func (t *childType) lastApplied(o *Object) object {
-	last, ok := o.Metadata.Annotations[LastAppliedAnnotation]
-	if !ok {
-		return nil
-	}
 	applied := t.newObject()
-	if json.Unmarshal([]byte(last), applied) != nil {
+	if !decodeLastApplied(o, applied) {
 		return nil
 	}
 	if equality.Semantic.DeepEqual(t.content(applied), t.content(t.newObject())) {

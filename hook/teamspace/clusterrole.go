@@ -64,22 +64,3 @@ var ownerRoleType = &childType{
 		return ""
 	},
 }
-
-// ownerRoleConflict says who holds ClusterRole teamspace-owner-<name> when
-// the spec lists owners and the engine shows that role only as a related
-// object (the customize hook asks for it by name), not as the TeamSpace's
-// child: someone else made it. The engine never adopts it and the binding
-// waits for the TeamSpace's own role (ownerBindingType.after), so the
-// owners hold nothing through it; this says so instead of waiting in
-// silence.
-func (r *Request) ownerRoleConflict(spec Spec) (string, bool) {
-	if len(spec.Owners) == 0 {
-		return "", false
-	}
-	foreign, holder := r.foreign(ownerRoleType, r.teamUnit())
-	if foreign == nil {
-		return "", false
-	}
-	return fmt.Sprintf("ClusterRole %s already exists and %s; its owners are bound to nothing until it is deleted (it is never adopted, nor bound)",
-		foreign.Metadata.Name, holder), true
-}

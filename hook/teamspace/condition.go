@@ -2,7 +2,6 @@ package teamspace
 
 import (
 	"slices"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -21,8 +20,8 @@ var stalledReasons = []string{
 // conditions are the TeamSpace's conditions for a Ready status, reason
 // and message: Ready, and beside a Ready that is not True, Reconciling or
 // Stalled (by reason) with the same reason and message.
-func conditions(r *Request, status metav1.ConditionStatus, reason, message string) []metav1.Condition {
-	cs := []metav1.Condition{condition(r, v1alpha1.ConditionReady, status, reason, message)}
+func conditions(o *observation, status metav1.ConditionStatus, reason, message string) []metav1.Condition {
+	cs := []metav1.Condition{condition(o, v1alpha1.ConditionReady, status, reason, message)}
 	if status == metav1.ConditionTrue {
 		return cs
 	}
@@ -30,56 +29,27 @@ func conditions(r *Request, status metav1.ConditionStatus, reason, message strin
 	if slices.Contains(stalledReasons, reason) {
 		abnormal = v1alpha1.ConditionStalled
 	}
-	return append(cs, condition(r, abnormal, metav1.ConditionTrue, reason, message))
+	return append(cs, condition(o, abnormal, metav1.ConditionTrue, reason, message))
 }
 
 // condition builds one condition. lastTransitionTime keeps its old value
 // while the status of that type does not change; on a change it is the
 // newest timestamp the request shows (the write that caused the change),
 // never the hook's clock, so that the same request gives the same answer.
-func condition(r *Request, typ string, status metav1.ConditionStatus, reason, message string) metav1.Condition {
+func condition(o *observation, typ string, status metav1.ConditionStatus, reason, message string) metav1.Condition {
 	c := metav1.Condition{
 		Type:               typ,
 		Status:             status,
-		ObservedGeneration: r.Parent.Metadata.Generation,
+		ObservedGeneration: o.parent.Metadata.Generation,
 		Reason:             reason,
 		Message:            message,
 	}
-	for _, old := range r.Parent.Status.Conditions {
+	for _, old := range o.parent.Status.Conditions {
 		if old.Type == typ && old.Status == status && !old.LastTransitionTime.IsZero() {
 			c.LastTransitionTime = old.LastTransitionTime
 			return c
 		}
 	}
-	c.LastTransitionTime = metav1.NewTime(r.observedAt())
+	c.LastTransitionTime = metav1.NewTime(o.at)
 	return c
-}
-
-// observedAt is the newest timestamp in the request: creation, deletion and
-// managedFields times of the parent and every child. It stands in for "now"
-// without making the answer depend on when it is computed.
-func (r *Request) observedAt() time.Time {
-	var latest time.Time
-	consider := func(m *Meta) {
-		for _, t := range []*metav1.Time{&m.CreationTimestamp, m.DeletionTimestamp} {
-			if t != nil && t.After(latest) {
-				latest = t.Time
-			}
-		}
-		for _, f := range m.ManagedFields {
-			if f.Time != nil && f.Time.After(latest) {
-				latest = f.Time.Time
-			}
-		}
-	}
-	consider(&r.Parent.Metadata)
-	for _, objs := range r.Children {
-		for _, o := range objs {
-			consider(&o.Metadata)
-		}
-	}
-	if latest.IsZero() {
-		return time.Unix(0, 0).UTC()
-	}
-	return latest.UTC()
 }

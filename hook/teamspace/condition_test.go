@@ -35,7 +35,7 @@ func TestReadyConditionTransitionTime(t *testing.T) {
 				ManagedFields: []ManagedFieldsTime{{Time: &edited}},
 			}}, Children: map[string]ObjectMap{namespaceType.key: {"team-a": {Metadata: Meta{CreationTimestamp: childCreated}}}}}
 			r.Parent.Status.Conditions = tt.previous
-			c := condition(r, v1alpha1.ConditionReady, tt.status, "Reason", "message")
+			c := condition(observe(r), v1alpha1.ConditionReady, tt.status, "Reason", "message")
 			if !c.LastTransitionTime.Equal(&tt.want) {
 				t.Errorf("lastTransitionTime = %v, want %v", c.LastTransitionTime, tt.want)
 			}
@@ -48,7 +48,7 @@ func TestReadyConditionTransitionTime(t *testing.T) {
 
 func TestObservedAtWithoutTimestamps(t *testing.T) {
 	r := &Request{Parent: &Parent{}}
-	if got := r.observedAt(); !got.Equal(time.Unix(0, 0)) {
+	if got := observedAt(r); !got.Equal(time.Unix(0, 0)) {
 		t.Errorf("observedAt() = %v, want the Unix epoch", got)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -132,8 +131,8 @@ type template struct {
 func (t *template) String() string { return t.kind.kind + " " + t.obj.Metadata.Name }
 
 // selected are the templates that select this TeamSpace by its labels.
-func (r *Request) selected(all []*template) []*template {
-	set := labels.Set(r.Parent.Metadata.Labels)
+func (o *observation) selected(all []*template) []*template {
+	set := labels.Set(o.parent.Metadata.Labels)
 	var out []*template
 	for _, t := range all {
 		if t.selector != nil && t.selector.Matches(set) {
@@ -203,28 +202,6 @@ func copiesCounted(copies []*template) map[corev1.ResourceName]int64 {
 	return out
 }
 
-// copiesSeen counts the copies the engine shows in unit u's namespace
-// (those of templates gone too: they are there until deleted), by the
-// team-objects key that counts them.
-func (r *Request) copiesSeen(u *unit) map[corev1.ResourceName]int64 {
-	var out map[corev1.ResourceName]int64
-	prefix := u.namespace + "/"
-	for _, k := range copyKinds {
-		if k.counted == "" {
-			continue
-		}
-		for key := range r.Children[k.key] {
-			if name, inUnit := strings.CutPrefix(key, prefix); inUnit && !ownName(k, name, u) {
-				if out == nil {
-					out = map[corev1.ResourceName]int64{}
-				}
-				out[k.counted]++
-			}
-		}
-	}
-	return out
-}
-
 // countsAsked is team-objects as compared with the observed one
 // (childType.asked): a count the copies raise is as asked anywhere from
 // the spec's count plus the copies there now to the spec's plus the copies
@@ -253,28 +230,23 @@ func countsAsked(u *unit, desired object, observed *Object) object {
 	return out
 }
 
-// observedCopy is the copy of t the engine shows in u's namespace.
-func (r *Request) observedCopy(t *template, u *unit) *Object {
-	return r.Children[t.kind.key][u.namespace+"/"+t.obj.Metadata.Name]
-}
-
 // answerCopies adds the copies of unit u to the answer (only once its
 // namespace exists and is not terminating, as every child inside it) and
 // returns what status.templates says of u: a name taken by a child of its
 // own, and a copy not there yet (only once its namespace is there).
-func (r *Request) answerCopies(resp *Response, u *unit) []TemplateStatus {
+func (o *observation) answerCopies(a *answered, u *unit) []TemplateStatus {
 	var out []TemplateStatus
 	for _, t := range u.taken {
 		out = append(out, TemplateStatus{Template: t.String(), Namespace: u.namespace, Reason: TemplateNameTaken,
 			Message: fmt.Sprintf("%s %s/%s is the TeamSpace's own; the template is not copied here (rename it)", t.kind.kind, u.namespace, t.obj.Metadata.Name)})
 	}
-	state := r.namespaceState(u)
+	_, state := o.namespace(u)
 	if state == namespaceMissing || state == namespaceTerminating {
 		return out
 	}
 	for _, t := range u.copies {
-		resp.Children = append(resp.Children, copyOf(t, u))
-		if r.observedCopy(t, u) == nil {
+		a.children = append(a.children, copyOf(t, u))
+		if o.copy(t, u) == nil {
 			out = append(out, TemplateStatus{Template: t.String(), Namespace: u.namespace, Reason: TemplateNotCopied,
 				Message: fmt.Sprintf("%s %s/%s is not there yet; if this stays, an object of that name that is not the platform's holds it and is kept as it is (rename or delete it)", t.kind.kind, u.namespace, t.obj.Metadata.Name)})
 		}
@@ -312,51 +284,10 @@ func invalidTemplates(all []*template) []TemplateStatus {
 // (its content as the engine last applied it): while the spec is invalid,
 // the requester over the allowance, the archive pending or the namespace
 // no longer asked for, nothing in a namespace is deleted.
-func (r *Request) keepCopies(resp *Response, u *unit) {
-	for _, t := range r.keptTemplates(u) {
-		resp.Children = append(resp.Children, copyOf(t, u))
+func (o *observation) keepCopies(a *answered, u *unit) {
+	for _, t := range o.keptTemplates(u) {
+		a.children = append(a.children, copyOf(t, u))
 	}
-}
-
-// keptTemplates are the copies observed in unit u's namespace as the
-// templates they were made of (their content as the engine last applied
-// it), in kind and name order: what keeps them as they are.
-func (r *Request) keptTemplates(u *unit) []*template {
-	var out []*template
-	prefix := u.namespace + "/"
-	for _, k := range copyKinds {
-		objs := r.Children[k.key]
-		for _, key := range sortedKeys(objs) {
-			o := objs[key]
-			// The name as the engine keys it: what it applies is keyed so.
-			name, inUnit := strings.CutPrefix(key, prefix)
-			if !inUnit || ownName(k, name, u) {
-				continue
-			}
-			source := o
-			if last := lastAppliedObject(o); last != nil {
-				source = last
-			}
-			kept := *source
-			kept.Metadata = Meta{Name: name, Labels: source.Metadata.Labels}
-			out = append(out, &template{kind: k, obj: &kept})
-		}
-	}
-	return out
-}
-
-// lastAppliedObject is the object the engine last applied (its
-// annotation), nil if none parses.
-func lastAppliedObject(o *Object) *Object {
-	last, ok := o.Metadata.Annotations[LastAppliedAnnotation]
-	if !ok {
-		return nil
-	}
-	var applied Object
-	if json.Unmarshal([]byte(last), &applied) != nil {
-		return nil
-	}
-	return &applied
 }
 
 // copyKeys are the engine keys of the copied kinds the registry does not

@@ -49,7 +49,7 @@ func withTemplates(t *testing.T, r *Request, templates ...*Object) *Request {
 		}
 		related[k.key][TemplatesNamespace+"/"+o.Metadata.Name] = o
 	}
-	if before, ok := r.bundleTemplates(); ok {
+	if before, ok := bundleTemplates(r.Related); ok {
 		for _, tm := range before {
 			add(tm.obj)
 		}

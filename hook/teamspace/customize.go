@@ -25,7 +25,7 @@ func Customize(r *Request) *CustomizeResponse {
 	rules := []RelatedResourceRule{{
 		APIVersion: "v1",
 		Resource:   "namespaces",
-		Names:      append([]string{NamespaceName(name)}, r.entryNamespaces()...),
+		Names:      append([]string{NamespaceName(name)}, entryNamespaces(r.Parent)...),
 	}, {
 		APIVersion: rbacv1.SchemeGroupVersion.String(),
 		Resource:   "clusterroles",
@@ -50,18 +50,18 @@ func Customize(r *Request) *CustomizeResponse {
 
 // entryNamespaces are the namespaces spec.namespaces names, read leniently
 // (the spec may be invalid): every entry whose name makes a DNS label.
-func (r *Request) entryNamespaces() []string {
+func entryNamespaces(p *Parent) []string {
 	var spec struct {
 		Namespaces []struct {
 			Name string `json:"name"`
 		} `json:"namespaces"`
 	}
-	if json.Unmarshal(r.Parent.Spec, &spec) != nil {
+	if json.Unmarshal(p.Spec, &spec) != nil {
 		return nil
 	}
 	var out []string
 	for _, e := range spec.Namespaces {
-		n := ExtraNamespaceName(r.Parent.Metadata.Name, e.Name)
+		n := ExtraNamespaceName(p.Metadata.Name, e.Name)
 		if e.Name != "" && len(validation.IsDNS1123Label(n)) == 0 && !slices.Contains(out, n) {
 			out = append(out, n)
 		}

@@ -41,7 +41,7 @@ type Record struct {
 func ArchiveRecord(r *Request) Record {
 	m := &r.Parent.Metadata
 	rec := Record{Name: m.Name, UID: string(m.UID), Namespace: NamespaceName(m.Name), DeletionTimestamp: m.DeletionTimestamp}
-	if all := r.observedUnits(); len(all) > 1 {
+	if all := observe(r).units; len(all) > 1 {
 		for _, u := range all {
 			rec.Namespaces = append(rec.Namespaces, u.namespace)
 		}
@@ -67,26 +67,27 @@ func ArchiveRecord(r *Request) Record {
 // the engine deletes them, and says finalized only when none is observed any
 // more: the namespace is gone before the TeamSpace is.
 func Finalize(r *Request, record string) *Response {
-	resp := newResponse(r)
-	if !r.hasChildren() {
+	o := observe(r)
+	resp := newResponse(o)
+	if !o.hasChildren() {
 		done := true
 		resp.Finalized = &done
-		resp.setReady(r, metav1.ConditionFalse, v1alpha1.ReasonDeleting, fmt.Sprintf("archived as %s; all children are deleted", record))
+		resp.Status.Conditions = conditions(o, metav1.ConditionFalse, v1alpha1.ReasonDeleting, fmt.Sprintf("archived as %s; all children are deleted", record))
 		return resp
 	}
 	notDone := false
 	resp.Finalized = &notDone
 	resp.ResyncAfterSeconds = FinalizeResyncSeconds
-	resp.setReady(r, metav1.ConditionFalse, v1alpha1.ReasonDeleting, fmt.Sprintf("archived as %s; waiting for %s to be deleted", record, strings.Join(r.remainingChildren(), ", ")))
+	resp.Status.Conditions = conditions(o, metav1.ConditionFalse, v1alpha1.ReasonDeleting, fmt.Sprintf("archived as %s; waiting for %s to be deleted", record, strings.Join(o.remainingChildren(), ", ")))
 	return resp
 }
 
 // remainingChildren describes the observed children in a fixed order: the
 // namespaces first, team-<name>'s before the others.
-func (r *Request) remainingChildren() []string {
+func (o *observation) remainingChildren() []string {
 	var out []string
-	for _, u := range r.observedUnits() {
-		if ns := r.observed(namespaceType, u); ns != nil {
+	for _, u := range o.units {
+		if ns := o.child(namespaceType, u); ns != nil {
 			state := "Active"
 			if isTerminating(ns) {
 				state = "Terminating"
@@ -104,7 +105,7 @@ func (r *Request) remainingChildren() []string {
 		} else {
 			kind = copyKindByKey(k).kind
 		}
-		for _, key := range sortedKeys(r.Children[k]) {
+		for _, key := range o.childKeys(k) {
 			out = append(out, fmt.Sprintf("%s %s", kind, key))
 		}
 	}
@@ -117,11 +118,14 @@ func (r *Request) remainingChildren() []string {
 // deleted before the record is durable; the status says why the TeamSpace
 // waits, and the engine asks again in ArchiveRetrySeconds.
 func FinalizeBlocked(r *Request, err error) *Response {
-	resp := newResponse(r)
-	keepChildren(r, resp, false)
+	o := observe(r)
+	resp := newResponse(o)
+	a := &answered{children: resp.Children}
+	keepChildren(o, a, false)
+	resp.Children = a.children
 	notDone := false
 	resp.Finalized = &notDone
 	resp.ResyncAfterSeconds = ArchiveRetrySeconds
-	resp.setReady(r, metav1.ConditionFalse, v1alpha1.ReasonArchivePending, fmt.Sprintf("deletion waits for the archive record: %v; nothing is deleted until it is stored (retrying every %d s)", err, ArchiveRetrySeconds))
+	resp.Status.Conditions = conditions(o, metav1.ConditionFalse, v1alpha1.ReasonArchivePending, fmt.Sprintf("deletion waits for the archive record: %v; nothing is deleted until it is stored (retrying every %d s)", err, ArchiveRetrySeconds))
 	return resp
 }

@@ -83,16 +83,12 @@ func namespaceEnforcing(level string) *corev1.Namespace {
 	}}}
 }
 
-// observedNamespace is the TeamSpace's namespace as the engine shows it
-// among the children, nil if none.
-func (r *Request) observedNamespace() *Object { return r.observed(namespaceType, r.teamUnit()) }
-
 // namespaceConflict says who holds a unit's namespace when the engine
 // shows it only as a related object (the customize hook asks for it by name)
 // and another owner controls it: the engine never adopts it, and without
 // this the TeamSpace would wait in silence.
-func (r *Request) namespaceConflict(u *unit) (string, bool) {
-	foreign, holder := r.foreign(namespaceType, u)
+func (o *observation) namespaceConflict(u *unit) (string, bool) {
+	foreign, holder := o.foreign(namespaceType, u)
 	if foreign == nil {
 		return "", false
 	}
@@ -121,42 +117,6 @@ const (
 	namespaceNotActive
 	namespaceActive
 )
-
-func (r *Request) namespaceState(u *unit) namespaceState {
-	ns := r.observed(namespaceType, u)
-	switch {
-	case ns == nil:
-		return namespaceMissing
-	case isTerminating(ns):
-		return namespaceTerminating
-	case ns.Status.Phase != "Active":
-		return namespaceNotActive
-	}
-	return namespaceActive
-}
-
-// namespaceNotReady says why the TeamSpace cannot be Ready for a unit's
-// namespace: it is missing, terminating or not Active. ok is false when
-// the namespace is Active.
-func (r *Request) namespaceNotReady(u *unit) (reason, message string, ok bool) {
-	name := r.Parent.Metadata.Name
-	nsName := u.namespace
-	switch r.namespaceState(u) {
-	case namespaceMissing:
-		// The hook cannot see why a create fails (the engine writes this
-		// status after a failed child write, without the error), but the
-		// engine records the error as a SyncError event on the TeamSpace:
-		// say where to look, e.g. for a create refused by the reserved
-		// team- prefix (namespaces.yaml) when the engine lacks its grant.
-		return v1alpha1.ReasonNamespacePending, fmt.Sprintf(
-			"waiting for namespace %s to be created; if this lasts, the engine's error is in the TeamSpace's events (kubectl describe teamspace %s)", nsName, name), true
-	case namespaceTerminating:
-		return v1alpha1.ReasonNamespaceTerminating, fmt.Sprintf("namespace %s is terminating; it is created again once it is gone", nsName), true
-	case namespaceNotActive:
-		return v1alpha1.ReasonNamespaceNotActive, fmt.Sprintf("namespace %s is in phase %q, want Active", nsName, r.observed(namespaceType, u).Status.Phase), true
-	}
-	return "", "", false
-}
 
 // describeLabels prints the labels the hook owns on the namespace (the
 // TeamSpace label, the enforced Pod Security level and version, the

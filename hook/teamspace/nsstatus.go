@@ -26,14 +26,14 @@ const (
 // asks for (kept, or being removed); nil for a TeamSpace with team-<name>
 // alone, whose status is what it always was. conflicts holds why each
 // unit someone else holds is theirs, removing the units being removed.
-func (r *Request) namespaceStatuses(all, unasked []*unit, conflicts map[*unit]string, removing []*unit) []NamespaceStatus {
+func (o *observation) namespaceStatuses(all, unasked []*unit, conflicts map[*unit]string, removing []*unit) []NamespaceStatus {
 	if len(all) == 1 && len(unasked) == 0 {
 		return nil
 	}
 	var out []NamespaceStatus
 	for i, u := range append(slices.Clone(all), unasked...) {
 		s := NamespaceStatus{Name: u.namespace, Entry: u.entry}
-		ns := r.observed(namespaceType, u)
+		ns := o.child(namespaceType, u)
 		switch {
 		case conflicts[u] != "":
 			s.State, s.Message = NamespaceConflict, conflicts[u]
@@ -50,12 +50,12 @@ func (r *Request) namespaceStatuses(all, unasked []*unit, conflicts map[*unit]st
 		default:
 			s.State = NamespaceActive
 		}
-		if r.quotasViaDecorator() {
+		if o.viaDecorator {
 			// As the DecoratorController reports it (quotas.go).
-			if c := r.carrier(u); c != nil {
+			if c := o.carrier(u); c != nil {
 				s.Message = c.Metadata.Annotations[v1alpha1.OverShareAnnotation]
 			}
-		} else if quota := r.observed(quotaType, u); quota != nil {
+		} else if quota := o.child(quotaType, u); quota != nil {
 			s.Usage = quotaUsage(quota)
 			s.Message = overShare(quota)
 		}

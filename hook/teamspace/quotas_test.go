@@ -189,14 +189,14 @@ func TestQuotasViaDecoratorAnswerAsChildren(t *testing.T) {
 		}
 		t.Run(c.name, func(t *testing.T) {
 			asChildren := &r
-			if asChildren.quotasViaDecorator() {
+			if quotasViaDecorator(asChildren.Children) {
 				t.Fatal("a request with ResourceQuota children is answered via the DecoratorController")
 			}
 			via := viaDecorator(t, &r)
 			if via == nil {
 				t.Skip("quotas without their LimitRange: not a state of the DecoratorController's quotas")
 			}
-			if !via.quotasViaDecorator() {
+			if !quotasViaDecorator(via.Children) {
 				t.Fatal("a request without ResourceQuota children is not answered via the DecoratorController")
 			}
 			want, children, _ := withoutQuotas(t, c.answer(asChildren))

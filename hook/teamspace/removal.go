@@ -30,9 +30,9 @@ type NamespaceRemoval struct {
 }
 
 // confirmedEntries are the entry names RemoveNamespacesAnnotation lists.
-func (r *Request) confirmedEntries() []string {
+func confirmedEntries(p *Parent) []string {
 	var out []string
-	for _, e := range strings.Split(r.Parent.Metadata.Annotations[v1alpha1.RemoveNamespacesAnnotation], ",") {
+	for _, e := range strings.Split(p.Metadata.Annotations[v1alpha1.RemoveNamespacesAnnotation], ",") {
 		if e = strings.TrimSpace(e); e != "" {
 			out = append(out, e)
 		}
@@ -42,10 +42,10 @@ func (r *Request) confirmedEntries() []string {
 
 // splitUnasked divides the namespaces no entry asks for into those whose
 // removal is confirmed (with their archive records) and those kept.
-func (r *Request) splitUnasked(unasked []*unit) (removed []*unit, records []NamespaceRemoval, kept []*unit) {
-	confirmed := r.confirmedEntries()
+func (o *observation) splitUnasked(unasked []*unit) (removed []*unit, records []NamespaceRemoval, kept []*unit) {
+	confirmed := confirmedEntries(o.parent)
 	for _, u := range unasked {
-		ns := r.observed(namespaceType, u)
+		ns := o.child(namespaceType, u)
 		// The record is named by the namespace and its uid: neither may
 		// act on a path (the engine's are always fine).
 		if ns == nil || !slices.Contains(confirmed, u.entry) || !uidPattern.MatchString(string(ns.Metadata.UID)) || len(validation.IsDNS1123Label(u.namespace)) > 0 {
@@ -53,20 +53,20 @@ func (r *Request) splitUnasked(unasked []*unit) (removed []*unit, records []Name
 			continue
 		}
 		removed = append(removed, u)
-		records = append(records, r.removalRecord(u, ns))
+		records = append(records, o.removalRecord(u, ns))
 	}
 	return removed, records, kept
 }
 
 // removalRecord is the archive record of removed unit u.
-func (r *Request) removalRecord(u *unit, ns *Object) NamespaceRemoval {
-	at := metav1.NewTime(r.observedAt())
+func (o *observation) removalRecord(u *unit, ns *Object) NamespaceRemoval {
+	at := metav1.NewTime(o.at)
 	rec := NamespaceRemoval{
 		Name: u.namespace, UID: string(ns.Metadata.UID), Kind: "Namespace",
-		TeamSpace: u.teamspace, TeamSpaceUID: string(r.Parent.Metadata.UID), Entry: u.entry,
+		TeamSpace: u.teamspace, TeamSpaceUID: o.uid, Entry: u.entry,
 		DeletionTimestamp: &at,
 	}
-	for k, v := range r.keptHard(u) {
+	for k, v := range o.keptHard(u) {
 		if rec.Quota == nil {
 			rec.Quota = map[string]string{}
 		}

@@ -52,25 +52,24 @@ type RelatedResourceRule struct {
 	LabelSelector *metav1.LabelSelector `json:"labelSelector,omitempty"`
 }
 
-func newResponse(r *Request) *Response {
+// newResponse is a response with no children and the status every answer
+// has: team-<name> once it is observed and, for quotas that are the
+// CompositeController's children, their figures.
+func newResponse(o *observation) *Response {
 	resp := &Response{Children: []map[string]any{}}
-	if ns := r.observedNamespace(); ns != nil {
+	if ns := o.child(namespaceType, o.teamUnit()); ns != nil {
 		resp.Status.Namespace = ns.Metadata.Name
 	}
-	if r.quotasViaDecorator() {
+	if o.viaDecorator {
 		// The figures change with every pod: kept current here, each
 		// would cost a sync of the TeamSpace (quotas.go). Read them live
 		// (README "Usage").
 		return resp
 	}
 	var quotas []*Object
-	for _, u := range r.observedUnits() {
-		quotas = append(quotas, r.observed(quotaType, u))
+	for _, u := range o.units {
+		quotas = append(quotas, o.child(quotaType, u))
 	}
 	resp.Status.Usage = quotaUsage(quotas...)
 	return resp
-}
-
-func (resp *Response) setReady(r *Request, status metav1.ConditionStatus, reason, message string) {
-	resp.Status.Conditions = conditions(r, status, reason, message)
 }

@@ -29,127 +29,176 @@ func Sync(r *Request) *Response { return syncWith(r, nil) }
 // (ArchivePending), and the engine asks again in ArchiveRetrySeconds.
 func SyncBlocked(r *Request, err error) *Response { return syncWith(r, err) }
 
+// syncWith is the sync hook in stages, each a function of what the one
+// before it made: observe reads the request once (observe.go), planSync
+// parses the spec and decides what is answered (the units of a valid
+// spec, or what to keep), answer builds the children, readiness says why
+// the TeamSpace is or is not Ready (ready.go) and the status is written
+// last, from all of them.
 func syncWith(r *Request, blocked error) *Response {
-	name := r.Parent.Metadata.Name
-	resp := newResponse(r)
-	resp.ResyncAfterSeconds = ResyncSeconds(string(r.Parent.Metadata.UID))
+	p := planSync(observe(r), blocked)
+	a := answer(p)
+	status, reason, msg := readiness(p, a)
+	return p.respond(a, status, reason, msg)
+}
 
-	if msg, conflict := r.namespaceConflict(r.teamUnit()); conflict {
-		resp.setReady(r, metav1.ConditionFalse, v1alpha1.ReasonNamespaceConflict, msg)
-		return resp
+// plan is what a sync decided: which of its forms the answer takes (the
+// first of conflict, invalid, over that is set; else a valid spec's),
+// and for a valid spec its units, each built once and not changed after.
+type plan struct {
+	o *observation
+	// conflict: team-<name> is someone else's; nothing is answered.
+	conflict string
+	// invalid: the spec is invalid; everything observed is kept as last
+	// applied, team-<name> too when it is not there.
+	invalid error
+	// overReason and overMessage: the TeamSpace is beyond its requester's
+	// allowance, or it cannot be read; what exists is kept as it is.
+	overReason, overMessage string
+
+	spec Spec
+	// all are the units of the spec (units), team-<name> first; answered
+	// those nobody else holds, conflicted why each other one is not.
+	all, answered []*unit
+	conflicted    map[*unit]string
+	conflicts     []string
+	// unasked are the namespaces no entry asks for any more: removed
+	// (confirmed and archived now, with records), pending (confirmed, the
+	// archive down: blocked says why) or kept.
+	unasked, removed, pending, kept []*unit
+	records                         []NamespaceRemoval
+	blocked                         error
+	// invalidTemplates are status.templates' entries of templates whose
+	// selector does not parse.
+	invalidTemplates []TemplateStatus
+}
+
+// planSync decides a sync: the team namespace held by another, an invalid
+// spec, the allowance exceeded, or a valid spec's units with the
+// platform's copies, the share held back for the namespaces no entry asks
+// for, and which of those go.
+func planSync(o *observation, blocked error) *plan {
+	p := &plan{o: o}
+	if msg, conflict := o.namespaceConflict(o.teamUnit()); conflict {
+		p.conflict = msg
+		return p
 	}
-	spec, err := ParseSpec(r.Parent.Spec)
+	spec, err := ParseSpec(o.parent.Spec)
 	if err == nil {
-		if problems := checkNamespaceNames(name, spec.Namespaces); len(problems) > 0 {
+		if problems := checkNamespaceNames(o.name, spec.Namespaces); len(problems) > 0 {
 			err = &SpecError{problems}
 		}
 	}
 	if err != nil {
-		return syncInvalid(r, resp, err)
+		p.invalid = err
+		return p
 	}
-	if reason, msg, over := r.overAllowance(spec); over {
-		return syncOverAllowance(r, resp, reason, msg)
+	if reason, msg, over := o.overAllowance(spec); over {
+		p.overReason, p.overMessage = reason, msg
+		return p
 	}
-
-	// Each namespace of the team, then what the TeamSpace has once. An
-	// extra namespace someone else holds gets nothing of the team's.
-	var answered []*unit
-	var wanted []wantedChild
-	var conflicts []string
-	conflicted := map[*unit]string{}
-	all := units(name, spec)
+	p.spec = spec
+	p.all = units(o.name, spec)
 	// The platform's templates that select the TeamSpace, copied into
 	// each of its namespaces (copies.go); before anything is answered,
-	// since they raise team-objects' counts.
-	// Without the templates (their bundle missing), each namespace keeps
-	// the copies it has, as they are (bundle.go).
-	templates, known := r.bundleTemplates()
-	selected := r.selected(templates)
-	for _, u := range all {
-		if known {
+	// since they raise team-objects' counts. Without the templates (their
+	// bundle missing), each namespace keeps the copies it has, as they
+	// are (bundle.go).
+	selected := o.selected(o.templates)
+	for _, u := range p.all {
+		if o.known {
 			u.copies, u.taken = unitCopies(selected, u)
 		} else {
-			u.copies = r.keptTemplates(u)
+			u.copies = o.keptTemplates(u)
 		}
-		u.copiesSeen = r.copiesSeen(u)
+		u.copiesSeen = o.copiesSeen(u)
 	}
-	copyStatus := invalidTemplates(templates)
+	p.invalidTemplates = invalidTemplates(o.templates)
 	// The namespaces no entry asks for hold their share while they are
 	// there; those whose removal is confirmed go once archived, or wait
 	// (pending) with everything in them while the archive is down.
-	unasked := r.unaskedUnits(all)
-	r.reserve(all[0], unasked, spec)
-	removed, records, keptUnits := r.splitUnasked(unasked)
-	var pending []*unit
+	p.unasked = unaskedUnits(o, p.all)
+	o.reserve(p.all[0], p.unasked, spec)
+	p.removed, p.records, p.kept = o.splitUnasked(p.unasked)
 	if blocked != nil {
-		pending, removed, keptUnits = removed, nil, unasked
-		resp.ResyncAfterSeconds = ArchiveRetrySeconds
-	} else {
-		resp.Removals = records
+		p.pending, p.removed, p.kept, p.records = p.removed, nil, p.unasked, nil
+		p.blocked = blocked
 	}
-	for _, u := range all {
-		if msg, conflict := r.namespaceConflict(u); conflict {
-			conflicts = append(conflicts, msg)
-			conflicted[u] = msg
+	p.conflicted = map[*unit]string{}
+	for _, u := range p.all {
+		if msg, conflict := o.namespaceConflict(u); conflict {
+			p.conflicts = append(p.conflicts, msg)
+			p.conflicted[u] = msg
 			continue
 		}
-		answered = append(answered, u)
-		wanted = r.answerUnit(resp, u, perNamespaceTypes, wanted)
-		copyStatus = append(copyStatus, r.answerCopies(resp, u)...)
+		p.answered = append(p.answered, u)
 	}
-	wanted = r.answerUnit(resp, answered[0], onceTypes, wanted)
-	resp.Status.Namespaces = r.namespaceStatuses(all, unasked, conflicted, removed)
-	kept := r.keepUnasked(resp, keptUnits)
+	return p
+}
 
-	resp.Status.Templates = copyStatus
-	if msg, creating := r.creating(answered, wanted); creating {
-		// The namespace is named once what it holds is there, not while
-		// it is empty: the status stays the same through both syncs.
-		resp.Status.Namespace = ""
-		for i := range resp.Status.Namespaces {
-			resp.Status.Namespaces[i].State = NamespacePending
+// valid reports whether the plan is a valid spec's.
+func (p *plan) valid() bool { return p.conflict == "" && p.invalid == nil && p.overReason == "" }
+
+// answered is the answer stage's result: the children, and what the
+// readiness and the status need of them.
+type answered struct {
+	children []map[string]any
+	// wanted are the children a valid spec asks for, with the observed
+	// ones.
+	wanted []wantedChild
+	// copies is what status.templates says of the copies.
+	copies []TemplateStatus
+	// kept names what an invalid spec or the allowance keeps, or says of
+	// each namespace kept while no entry asks for it.
+	kept []string
+}
+
+// answer builds the children of a plan.
+func answer(p *plan) *answered {
+	o, a := p.o, &answered{children: []map[string]any{}}
+	switch {
+	case p.conflict != "":
+	case p.invalid != nil:
+		a.kept = keepChildren(o, a, true)
+	case p.overReason != "":
+		a.kept = keepChildren(o, a, false)
+	default:
+		a.copies = p.invalidTemplates
+		for _, u := range p.answered {
+			a.wanted = o.answerUnit(a, u, perNamespaceTypes, a.wanted)
+			a.copies = append(a.copies, o.answerCopies(a, u)...)
 		}
-		resp.Status.Templates = settled(copyStatus)
-		resp.setReady(r, metav1.ConditionFalse, v1alpha1.ReasonCreating, msg)
-		return resp
+		a.wanted = o.answerUnit(a, p.answered[0], onceTypes, a.wanted)
+		a.kept = o.keepUnasked(a, p.kept)
 	}
-	for _, u := range answered {
-		if reason, msg, notReady := r.namespaceNotReady(u); notReady {
-			resp.setReady(r, metav1.ConditionFalse, reason, msg)
-			return resp
+	return a
+}
+
+// respond is the response: the children, the status and when to ask again.
+func (p *plan) respond(a *answered, status metav1.ConditionStatus, reason, msg string) *Response {
+	o := p.o
+	resp := newResponse(o)
+	resp.Children = a.children
+	resp.ResyncAfterSeconds = ResyncSeconds(o.uid)
+	if p.valid() {
+		if p.blocked != nil {
+			resp.ResyncAfterSeconds = ArchiveRetrySeconds
+		}
+		resp.Removals = p.records
+		resp.Status.Namespaces = o.namespaceStatuses(p.all, p.unasked, p.conflicted, p.removed)
+		resp.Status.Templates = a.copies
+		if reason == v1alpha1.ReasonCreating {
+			// The namespace is named once what it holds is there, not
+			// while it is empty: the status stays the same through both
+			// syncs.
+			resp.Status.Namespace = ""
+			for i := range resp.Status.Namespaces {
+				resp.Status.Namespaces[i].State = NamespacePending
+			}
+			resp.Status.Templates = settled(a.copies)
 		}
 	}
-	if msg, conflict := r.ownerRoleConflict(spec); conflict {
-		resp.setReady(r, metav1.ConditionFalse, v1alpha1.ReasonClusterRoleConflict, msg)
-		return resp
-	}
-	if reason, problems := r.childProblems(answered, wanted); len(problems) > 0 {
-		resp.setReady(r, metav1.ConditionFalse, reason, strings.Join(problems, "; "))
-		return resp
-	}
-	// What a person must act on, after everything that is being made:
-	// the rest is as asked.
-	var reason string
-	var held []string
-	hold := func(rsn string, what ...string) {
-		if len(what) > 0 && reason == "" {
-			reason = rsn
-		}
-		held = append(held, what...)
-	}
-	hold(v1alpha1.ReasonNamespaceConflict, conflicts...)
-	hold(v1alpha1.ReasonArchivePending, removingMessages(pending, blocked)...)
-	hold(v1alpha1.ReasonNamespaceKept, kept...)
-	hold(v1alpha1.ReasonNamespaceRemoving, removingMessages(removed, nil)...)
-	if len(spec.ReservedOwners) > 0 {
-		hold(v1alpha1.ReasonOwnerReserved, "not bound, reserved: "+strings.Join(spec.ReservedOwners, "; "))
-	}
-	if reason != "" {
-		resp.setReady(r, metav1.ConditionFalse, reason, fmt.Sprintf(
-			"%s; everything else is as asked: %s", strings.Join(held, "; "), readyMessage(answered)))
-		return resp
-	}
-	resp.setReady(r, metav1.ConditionTrue, v1alpha1.ReasonReady, readyMessage(answered))
+	resp.Status.Conditions = conditions(o, status, reason, msg)
 	return resp
 }
 
@@ -157,36 +206,35 @@ func syncWith(r *Request, blocked error) *Response {
 // for and returns wanted with them added. A child inside the namespace is
 // answered only once the namespace exists and is not terminating, and a
 // type that waits for another (after) only once that one is observed.
-func (r *Request) answerUnit(resp *Response, u *unit, types []*childType, wanted []wantedChild) []wantedChild {
-	state := r.namespaceState(u)
+func (o *observation) answerUnit(a *answered, u *unit, types []*childType, wanted []wantedChild) []wantedChild {
+	_, state := o.namespace(u)
 	insideAllowed := state != namespaceMissing && state != namespaceTerminating
-	viaDecorator := r.quotasViaDecorator()
 	observed, desired := make([]*Object, len(types)), make([]object, len(types))
 	quotas := map[string]corev1.ResourceList{}
 	for i, t := range types {
-		observed[i] = r.observed(t, u)
+		observed[i] = o.child(t, u)
 		desired[i] = t.desired(u, observed[i])
-		if q, ok := desired[i].(*corev1.ResourceQuota); ok && t.viaDecorator && viaDecorator {
+		if q, ok := desired[i].(*corev1.ResourceQuota); ok && t.viaDecorator && o.viaDecorator {
 			quotas[t.name(u)] = q.Spec.Hard
 		}
 	}
 	for i, t := range types {
-		obj, o := desired[i], observed[i]
+		obj, ob := desired[i], observed[i]
 		if obj == nil {
 			continue
 		}
-		if t == quotasCarrier && viaDecorator {
+		if t == quotasCarrier && o.viaDecorator {
 			// The LimitRange carries the quotas of its namespace: the
 			// DecoratorController makes them as soon as it exists.
 			obj.SetAnnotations(withQuotas(obj.GetAnnotations(), quotas))
 		}
-		answer, strangers := t.strangersOf(t.answer(obj), obj, o)
-		wanted = append(wanted, wantedChild{t, u, obj, o, strangers})
-		if t.viaDecorator && viaDecorator {
+		ans, strangers := t.strangersOf(t.answer(obj), obj, ob)
+		wanted = append(wanted, wantedChild{t, u, obj, ob, strangers})
+		if t.viaDecorator && o.viaDecorator {
 			continue
 		}
-		if (!t.namespaced || insideAllowed) && (t.after == nil || r.observed(t.after, u) != nil) {
-			resp.Children = append(resp.Children, answer)
+		if (!t.namespaced || insideAllowed) && (t.after == nil || o.child(t.after, u) != nil) {
+			a.children = append(a.children, ans)
 		}
 	}
 	return wanted
@@ -201,40 +249,6 @@ func withQuotas(annotations map[string]string, quotas map[string]corev1.Resource
 	}
 	out[v1alpha1.QuotasAnnotation] = encodeQuotas(quotas)
 	return out
-}
-
-// creating says what a TeamSpace is creating when each of its namespaces
-// is missing, or Active and as desired, and none of the children inside
-// them exist. A new TeamSpace is in that state for its first two syncs,
-// before the engine has created its namespaces and once it has; both
-// answer this one status, so that the engine writes it once, not twice
-// (BENCHMARKS.md §5). The message depends on the spec only, for the same
-// reason.
-func (r *Request) creating(answered []*unit, wanted []wantedChild) (string, bool) {
-	for _, u := range answered {
-		if s := r.namespaceState(u); s != namespaceMissing && s != namespaceActive {
-			return "", false
-		}
-	}
-	inside := map[*unit][]string{}
-	for _, c := range wanted {
-		switch {
-		case c.t == namespaceType && c.observed != nil && !c.t.matches(c.desired, c.observed):
-			return "", false // NamespaceOutOfDate says which labels differ
-		case !c.t.namespaced:
-		case c.observed != nil:
-			return "", false
-		default:
-			inside[c.u] = append(inside[c.u], c.t.kind+" "+c.t.name(c.u))
-		}
-	}
-	var parts []string
-	for _, u := range answered {
-		parts = append(parts, fmt.Sprintf("namespace %s and in it %s", u.namespace, strings.Join(inside[u], ", ")))
-	}
-	name := r.Parent.Metadata.Name
-	return fmt.Sprintf("creating %s; if this lasts, the engine's error is in the TeamSpace's events (kubectl describe teamspace %s)",
-		strings.Join(parts, "; "), name), true
 }
 
 // wantedChild is a child a valid spec asks for in a unit, with the
@@ -257,75 +271,20 @@ func (c wantedChild) compared() object {
 	return c.t.asked(c.u, c.desired, c.observed)
 }
 
-// childProblems names every child that is pending, out of date or still to
-// be deleted, by unit in registry order; the reason is the first one's.
-func (r *Request) childProblems(answered []*unit, wanted []wantedChild) (string, []string) {
-	var reason string
-	var problems []string
-	add := func(rsn, msg string) {
-		if reason == "" {
-			reason = rsn
-		}
-		problems = append(problems, msg)
-	}
-	asked := map[string]bool{}
-	for _, c := range wanted {
-		ref := c.t.ref(c.u)
-		asked[c.t.key+" "+ref] = true
-		switch {
-		case len(c.strangers) > 0:
-			add(c.t.outOfDateReason, fmt.Sprintf("%s %s has what the spec does not set at %s; removing it", c.t.kind, ref, strings.Join(c.strangers, ", ")))
-		case c.observed == nil:
-			msg := c.t.pendingMessage(ref, c.desired)
-			if c.t.viaDecorator && r.quotasViaDecorator() {
-				msg += " by DecoratorController " + QuotasControllerName
-			}
-			add(c.t.pendingReason, msg)
-		case !c.t.matches(c.compared(), c.observed):
-			add(c.t.outOfDateReason, c.t.outOfDateMessageFor(ref, c.observed, c.desired))
-		}
-	}
-	removing := func(u *unit, types []*childType) {
-		for _, t := range types {
-			// By name: team-quota and team-objects share a type key.
-			if t.optional && !asked[t.key+" "+t.ref(u)] && r.observed(t, u) != nil {
-				add(v1alpha1.ReasonChildRemoving, fmt.Sprintf("%s %s is no longer asked for, deleting it", t.kind, t.ref(u)))
-			}
-		}
-	}
-	for _, u := range answered {
-		removing(u, perNamespaceTypes)
-	}
-	removing(answered[0], onceTypes)
-	return reason, problems
-}
-
-// syncInvalid answers a spec that bypassed validation: every observed child
-// as last applied, nothing new, and InvalidSpec naming each field.
-func syncInvalid(r *Request, resp *Response, err error) *Response {
-	kept := keepChildren(r, resp, true)
-	msg := fmt.Sprintf("invalid spec: %v; no quota is created until it is fixed", err)
-	if len(kept) > 0 {
-		msg = fmt.Sprintf("invalid spec: %v; keeping %s until it is fixed", err, strings.Join(kept, ", "))
-	}
-	resp.setReady(r, metav1.ConditionFalse, v1alpha1.ReasonInvalidSpec, msg)
-	return resp
-}
-
 // keepChildren answers every observed child as the engine last applied it,
 // in each namespace of the TeamSpace the engine shows, so that nothing is
 // deleted or weakened, and, with unobserved, what a type keeps without one
 // (team-<name> itself). It returns the names of the kept children inside
 // the namespaces, for the message.
-func keepChildren(r *Request, resp *Response, unobserved bool) []string {
+func keepChildren(o *observation, a *answered, unobserved bool) []string {
 	var kept []string
-	for i, u := range r.observedUnits() {
+	for i, u := range o.units {
 		types := perNamespaceTypes
 		if i == 0 {
 			types = childTypes
 		}
-		kept = append(kept, keepUnit(r, resp, u, types, unobserved && i == 0)...)
-		r.keepCopies(resp, u)
+		kept = append(kept, keepUnit(o, a, u, types, unobserved && i == 0)...)
+		o.keepCopies(a, u)
 	}
 	return kept
 }
@@ -333,27 +292,27 @@ func keepChildren(r *Request, resp *Response, unobserved bool) []string {
 // keepUnit answers a unit's observed children of types as kept (see
 // keepChildren) and names those inside its namespace, an extra
 // namespace's with it.
-func keepUnit(r *Request, resp *Response, u *unit, types []*childType, unobserved bool) []string {
+func keepUnit(o *observation, a *answered, u *unit, types []*childType, unobserved bool) []string {
 	var kept []string
 	for _, t := range types {
-		o := r.observed(t, u)
-		if t.viaDecorator && r.quotasViaDecorator() {
+		ob := o.child(t, u)
+		if t.viaDecorator && o.viaDecorator {
 			// Kept with the LimitRange, in its QuotasAnnotation as last
 			// applied; named as the quota it is.
-			if o != nil {
-				kept = append(kept, keptName(t, u, t.kept(u, o)))
+			if ob != nil {
+				kept = append(kept, keptName(t, u, t.kept(u, ob)))
 			}
 			continue
 		}
-		if o == nil && !unobserved {
+		if ob == nil && !unobserved {
 			continue
 		}
-		obj := t.kept(u, o)
+		obj := t.kept(u, ob)
 		if obj == nil {
 			continue
 		}
-		resp.Children = append(resp.Children, t.answer(obj))
-		if o != nil && t.namespaced {
+		a.children = append(a.children, t.answer(obj))
+		if ob != nil && t.namespaced {
 			kept = append(kept, keptName(t, u, obj))
 		}
 	}
@@ -372,13 +331,13 @@ func keptName(t *childType, u *unit, obj object) string {
 
 // unaskedUnits are the observed namespaces of the TeamSpace that no unit
 // of all asks for any more: an entry removed from spec.namespaces.
-func (r *Request) unaskedUnits(all []*unit) []*unit {
+func unaskedUnits(o *observation, all []*unit) []*unit {
 	asked := map[string]bool{}
 	for _, u := range all {
 		asked[u.namespace] = true
 	}
 	var out []*unit
-	for _, u := range r.observedUnits() {
+	for _, u := range o.units {
 		if !asked[u.namespace] {
 			out = append(out, u)
 		}
@@ -386,17 +345,17 @@ func (r *Request) unaskedUnits(all []*unit) []*unit {
 	return out
 }
 
-// keepUnasked keeps each of units (unasked, sync.go) with everything in
-// it as last applied: a namespace holds what a team runs, and it goes only
-// once its removal is confirmed (removal.go; its share stays reserved
-// meanwhile: reserve). It says which, and how to remove them, of those
-// whose removal is not confirmed.
-func (r *Request) keepUnasked(resp *Response, units []*unit) []string {
-	confirmed := r.confirmedEntries()
+// keepUnasked keeps each of units (unasked) with everything in it as last
+// applied: a namespace holds what a team runs, and it goes only once its
+// removal is confirmed (removal.go; its share stays reserved meanwhile:
+// reserve). It says which, and how to remove them, of those whose removal
+// is not confirmed.
+func (o *observation) keepUnasked(a *answered, units []*unit) []string {
+	confirmed := confirmedEntries(o.parent)
 	var kept []string
 	for _, u := range units {
-		keepUnit(r, resp, u, perNamespaceTypes, false)
-		r.keepCopies(resp, u)
+		keepUnit(o, a, u, perNamespaceTypes, false)
+		o.keepCopies(a, u)
 		if !slices.Contains(confirmed, u.entry) {
 			kept = append(kept, fmt.Sprintf("namespace %s is no longer in spec.namespaces; it is kept with everything in it, its share held back from team-%s, until its removal is confirmed: annotation %s listing %s",
 				u.namespace, u.teamspace, v1alpha1.RemoveNamespacesAnnotation, u.entry))

@@ -4,9 +4,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
-	"strings"
 
-	"github.com/labhub/teamspace/hook/api/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
@@ -218,30 +216,6 @@ func (u *unit) otherTeamNamespaces() []string {
 	return out
 }
 
-// observedUnits are the namespaces of the TeamSpace the engine shows
-// anything of, as units without a spec, team-<name> first, then the
-// others sorted: what is kept while the spec is invalid, the requester
-// is over the allowance, or the archive cannot be written. Found from
-// the observed children themselves, not from a spec that may be invalid.
-func (r *Request) observedUnits() []*unit {
-	name := r.Parent.Metadata.Name
-	prefix := NamespaceName(name) + v1alpha1.NamespaceSeparator
-	seen := map[string]bool{}
-	for typeKey, objs := range r.Children {
-		for key := range objs {
-			ns, _, namespaced := strings.Cut(key, "/")
-			if (namespaced || typeKey == namespaceType.key) && strings.HasPrefix(ns, prefix) {
-				seen[ns] = true
-			}
-		}
-	}
-	out := []*unit{mainUnit(name, Spec{})}
-	for _, ns := range slices.Sorted(maps.Keys(seen)) {
-		out = append(out, &unit{teamspace: name, namespace: ns, entry: strings.TrimPrefix(ns, prefix)})
-	}
-	return out
-}
-
 // reserve takes from team-<name> (main) what the quotas of the kept
 // namespaces hold as last applied (kept: namespaces no entry asks for any
 // more, sync.go keepUnasked), so that the team's quotas never add up to
@@ -249,7 +223,7 @@ func (r *Request) observedUnits() []*unit {
 // only once its namespace is gone. Nothing goes below zero (an object
 // count below the namespace's own); team is the TeamSpace's spec, for the
 // defaults.
-func (r *Request) reserve(main *unit, kept []*unit, team Spec) {
+func (o *observation) reserve(main *unit, kept []*unit, team Spec) {
 	if len(kept) == 0 {
 		return
 	}
@@ -263,7 +237,7 @@ func (r *Request) reserve(main *unit, kept []*unit, team Spec) {
 	}
 	objects := maps.Clone(main.spec.Objects)
 	for _, u := range kept {
-		for k, v := range r.keptHard(u) {
+		for k, v := range o.keptHard(u) {
 			s := &main.spec
 			switch k {
 			case corev1.ResourcePods:
@@ -293,11 +267,11 @@ func (r *Request) reserve(main *unit, kept []*unit, team Spec) {
 
 // keptHard is what a unit's two quotas hold as last applied (their keys
 // do not overlap): a kept or removed namespace's share.
-func (r *Request) keptHard(u *unit) corev1.ResourceList {
+func (o *observation) keptHard(u *unit) corev1.ResourceList {
 	hard := corev1.ResourceList{}
 	for _, t := range []*childType{quotaType, objectsQuotaType} {
-		if o := r.observed(t, u); o != nil {
-			maps.Copy(hard, t.kept(u, o).(*corev1.ResourceQuota).Spec.Hard)
+		if q := o.child(t, u); q != nil {
+			maps.Copy(hard, t.kept(u, q).(*corev1.ResourceQuota).Spec.Hard)
 		}
 	}
 	return hard
