@@ -2,7 +2,6 @@ package teamspace
 
 import (
 	"fmt"
-	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -15,25 +14,22 @@ import (
 // requests.cpu once the quota limits it) admits them.
 const LimitRangeName = "team-defaults"
 
-// parseDefaults reads spec.defaults and fills spec's DefaultRequestCPU and
-// DefaultRequestMemory: the override if given (at most the namespace's total),
-// else total / pods rounded down (a millicore, a byte), so that spec.pods
-// default-sized pods fit the quota exactly.
+// parseDefaults reads spec.defaults into spec's cpuDefault and
+// memoryDefault: each override, if given, at most the namespace's total.
+// The defaults themselves are unitDefaults' (unit.go).
 func parseDefaults(defaults *v1alpha1.Defaults, spec *Spec) []string {
 	var d v1alpha1.Defaults
 	if defaults != nil {
 		d = *defaults
 	}
-	pods, _ := strconv.ParseInt(spec.Pods, 10, 64)
 	var problems []string
 	cpu := resource.MustParse(spec.CPU)
-	spec.DefaultRequestCPU = share(cpu, pods, true)
 	if d.CPU != nil {
 		c, err := overrideWithin(*d.CPU, cpu, "spec.cpu")
 		if err != nil {
 			problems = append(problems, "spec.defaults.cpu "+err.Error())
 		}
-		spec.DefaultRequestCPU, spec.cpuDefault = c, c
+		spec.cpuDefault = c
 	}
 	if spec.Memory == "" {
 		if d.Memory != nil {
@@ -42,13 +38,12 @@ func parseDefaults(defaults *v1alpha1.Defaults, spec *Spec) []string {
 		return problems
 	}
 	mem := resource.MustParse(spec.Memory)
-	spec.DefaultRequestMemory = share(mem, pods, false)
 	if d.Memory != nil {
 		m, err := overrideWithin(*d.Memory, mem, "spec.memory")
 		if err != nil {
 			problems = append(problems, "spec.defaults.memory "+err.Error())
 		}
-		spec.DefaultRequestMemory, spec.memoryDefault = m, m
+		spec.memoryDefault = m
 	}
 	return problems
 }

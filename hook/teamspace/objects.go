@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -106,17 +105,14 @@ func checkObjects(objects map[string]v1alpha1.ObjectCount, raw json.RawMessage) 
 	return counts, nil
 }
 
-// checkEphemeralStorage reads the optional spec.ephemeralStorage and fills
-// spec's EphemeralStorage and its per-container default, total / pods.
+// checkEphemeralStorage reads the optional spec.ephemeralStorage into
+// spec's EphemeralStorage.
 func checkEphemeralStorage(s string, spec *Spec) error {
 	c, err := CanonicalQuantity(s)
 	if err != nil {
 		return err
 	}
 	spec.EphemeralStorage = c
-	if pods, err := strconv.ParseInt(spec.Pods, 10, 64); err == nil && pods > 0 {
-		spec.DefaultEphemeralStorage = share(resource.MustParse(c), pods, false)
-	}
 	return nil
 }
 

@@ -144,6 +144,9 @@ func ParseSpec(raw json.RawMessage) (Spec, error) {
 	if len(problems) > 0 {
 		return Spec{}, &SpecError{problems}
 	}
+	// The container defaults of the whole spec: team-<name>'s without
+	// entries (units gives each namespace its own, by the same rule).
+	spec.DefaultRequestCPU, spec.DefaultRequestMemory, spec.DefaultEphemeralStorage = unitDefaults(spec, spec)
 	return spec, nil
 }
 

@@ -98,7 +98,15 @@ func planSync(o *observation, blocked error) *plan {
 		return p
 	}
 	p.spec = spec
-	p.all = units(o.name, spec)
+	// The namespaces no entry asks for hold their share while they are
+	// there (reserve); those whose removal is confirmed go once archived,
+	// or wait (pending) with everything in them while the archive is down.
+	p.unasked = unaskedUnits(o, teamNamespaces(o.name, spec))
+	var held []corev1.ResourceList
+	for _, u := range p.unasked {
+		held = append(held, o.keptHard(u))
+	}
+	p.all = units(o.name, spec, held)
 	// The platform's templates that select the TeamSpace, copied into
 	// each of its namespaces (copies.go); before anything is answered,
 	// since they raise team-objects' counts. Without the templates (their
@@ -114,11 +122,6 @@ func planSync(o *observation, blocked error) *plan {
 		u.copiesSeen = o.copiesSeen(u)
 	}
 	p.invalidTemplates = invalidTemplates(o.templates)
-	// The namespaces no entry asks for hold their share while they are
-	// there; those whose removal is confirmed go once archived, or wait
-	// (pending) with everything in them while the archive is down.
-	p.unasked = unaskedUnits(o, p.all)
-	o.reserve(p.all[0], p.unasked, spec)
 	p.removed, p.records, p.kept = o.splitUnasked(p.unasked)
 	if blocked != nil {
 		p.pending, p.removed, p.kept, p.records = p.removed, nil, p.unasked, nil
@@ -329,12 +332,13 @@ func keptName(t *childType, u *unit, obj object) string {
 	return name
 }
 
-// unaskedUnits are the observed namespaces of the TeamSpace that no unit
-// of all asks for any more: an entry removed from spec.namespaces.
-func unaskedUnits(o *observation, all []*unit) []*unit {
+// unaskedUnits are the observed namespaces of the TeamSpace that none of
+// names (teamNamespaces) asks for any more: an entry removed from
+// spec.namespaces.
+func unaskedUnits(o *observation, names []string) []*unit {
 	asked := map[string]bool{}
-	for _, u := range all {
-		asked[u.namespace] = true
+	for _, n := range names {
+		asked[n] = true
 	}
 	var out []*unit
 	for _, u := range o.units {

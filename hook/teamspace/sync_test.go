@@ -392,7 +392,7 @@ func TestReadyMessage(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(tt.want, readyMessage(units("alpha", spec))); diff != "" {
+			if diff := cmp.Diff(tt.want, readyMessage(units("alpha", spec, nil))); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})

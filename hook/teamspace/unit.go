@@ -51,8 +51,12 @@ func teamNamespaces(teamspace string, spec Spec) []string {
 }
 
 // units divides a valid spec into its namespaces: team-<name> first, then
-// one per entry in spec order. Without entries it is team-<name> with the
-// spec as it is, so that such a TeamSpace answers what it always did.
+// one per entry in spec order, each complete (its share, what team-<name>
+// holds back for the namespaces no entry asks for, its container
+// defaults) and not changed after. Without entries, and nothing held back,
+// it is team-<name> with the spec as it is, so that such a TeamSpace
+// answers what it always did. held is what each namespace no entry asks
+// for holds as last applied (see reserve).
 //
 // Each quantity and count is divided so that the namespaces' quotas add up
 // to the total exactly (the schema keeps the named shares below it):
@@ -62,9 +66,9 @@ func teamNamespaces(teamspace string, spec Spec) []string {
 // its own ConfigMap (objectCounts' minimum), team-<name> out of the
 // total, an extra namespace on top of its share; resourcequotas is not
 // divided (objectCount.whole).
-func units(teamspace string, spec Spec) []*unit {
+func units(teamspace string, spec Spec, held []corev1.ResourceList) []*unit {
 	main := mainUnit(teamspace, spec)
-	if len(spec.Namespaces) == 0 {
+	if len(spec.Namespaces) == 0 && len(held) == 0 {
 		return []*unit{main}
 	}
 	out := []*unit{main}
@@ -73,12 +77,15 @@ func units(teamspace string, spec Spec) []*unit {
 		u.spec.Pods, u.spec.CPU = s.Pods, s.CPU
 		out = append(out, u)
 	}
-	extras := out[1:]
-	main.spec.Pods = rest(spec.Pods, extras, func(u *unit) string { return u.spec.Pods })
-	main.spec.CPU = rest(spec.CPU, extras, func(u *unit) string { return u.spec.CPU })
-	divide(out, spec.Memory, func(i int) string { return spec.Namespaces[i].Memory }, func(u *unit, v string) { u.spec.Memory = v })
-	divide(out, spec.EphemeralStorage, func(i int) string { return spec.Namespaces[i].EphemeralStorage }, func(u *unit, v string) { u.spec.EphemeralStorage = v })
-	divideObjects(out, spec)
+	if len(spec.Namespaces) > 0 {
+		extras := out[1:]
+		main.spec.Pods = rest(spec.Pods, extras, func(u *unit) string { return u.spec.Pods })
+		main.spec.CPU = rest(spec.CPU, extras, func(u *unit) string { return u.spec.CPU })
+		divide(out, spec.Memory, func(i int) string { return spec.Namespaces[i].Memory }, func(u *unit, v string) { u.spec.Memory = v })
+		divide(out, spec.EphemeralStorage, func(i int) string { return spec.Namespaces[i].EphemeralStorage }, func(u *unit, v string) { u.spec.EphemeralStorage = v })
+		divideObjects(out, spec)
+	}
+	reserve(main, held)
 	for _, u := range out {
 		u.spec.DefaultRequestCPU, u.spec.DefaultRequestMemory, u.spec.DefaultEphemeralStorage = unitDefaults(u.spec, spec)
 	}
@@ -217,14 +224,13 @@ func (u *unit) otherTeamNamespaces() []string {
 }
 
 // reserve takes from team-<name> (main) what the quotas of the kept
-// namespaces hold as last applied (kept: namespaces no entry asks for any
-// more, sync.go keepUnasked), so that the team's quotas never add up to
-// more than its totals: a removed entry's share comes back to team-<name>
-// only once its namespace is gone. Nothing goes below zero (an object
-// count below the namespace's own); team is the TeamSpace's spec, for the
-// defaults.
-func (o *observation) reserve(main *unit, kept []*unit, team Spec) {
-	if len(kept) == 0 {
+// namespaces hold as last applied (held, one list each: namespaces no
+// entry asks for any more, sync.go keepUnasked), so that the team's quotas
+// never add up to more than its totals: a removed entry's share comes
+// back to team-<name> only once its namespace is gone. Nothing goes below
+// zero (an object count below the namespace's own).
+func reserve(main *unit, held []corev1.ResourceList) {
+	if len(held) == 0 {
 		return
 	}
 	less := func(v, by string) string {
@@ -236,8 +242,8 @@ func (o *observation) reserve(main *unit, kept []*unit, team Spec) {
 		return canonical(q)
 	}
 	objects := maps.Clone(main.spec.Objects)
-	for _, u := range kept {
-		for k, v := range o.keptHard(u) {
+	for _, hard := range held {
+		for k, v := range hard {
 			s := &main.spec
 			switch k {
 			case corev1.ResourcePods:
@@ -262,7 +268,6 @@ func (o *observation) reserve(main *unit, kept []*unit, team Spec) {
 		}
 	}
 	main.spec.Objects = objects
-	main.spec.DefaultRequestCPU, main.spec.DefaultRequestMemory, main.spec.DefaultEphemeralStorage = unitDefaults(main.spec, team)
 }
 
 // keptHard is what a unit's two quotas hold as last applied (their keys

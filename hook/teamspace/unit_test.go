@@ -90,7 +90,7 @@ func TestUnits(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(c.want, partsOf(units("a", spec))); diff != "" {
+			if diff := cmp.Diff(c.want, partsOf(units("a", spec, nil))); diff != "" {
 				t.Errorf("units (-want +got):\n%s", diff)
 			}
 		})
@@ -124,7 +124,7 @@ func TestUnitsAddUpToTheTotals(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", b, err)
 		}
-		us := units("a", spec)
+		us := units("a", spec, nil)
 		sum := map[string]*resource.Quantity{}
 		add := func(k, v string) {
 			q := resource.MustParse(v)
