@@ -1,8 +1,6 @@
 package teamspace
 
 import (
-	"fmt"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -13,40 +11,6 @@ import (
 // a default request, so that quota admission (which refuses a pod without
 // requests.cpu once the quota limits it) admits them.
 const LimitRangeName = "team-defaults"
-
-// parseDefaults reads spec.defaults into spec's cpuDefault and
-// memoryDefault: each override, if given, at most the namespace's total.
-// The defaults themselves are unitDefaults' (unit.go).
-func parseDefaults(defaults *v1alpha1.Defaults, spec *Spec) []string {
-	var d v1alpha1.Defaults
-	if defaults != nil {
-		d = *defaults
-	}
-	var problems []string
-	cpu := resource.MustParse(spec.CPU)
-	if d.CPU != nil {
-		c, err := overrideWithin(*d.CPU, cpu, "spec.cpu")
-		if err != nil {
-			problems = append(problems, "spec.defaults.cpu "+err.Error())
-		}
-		spec.cpuDefault = c
-	}
-	if spec.Memory == "" {
-		if d.Memory != nil {
-			problems = append(problems, "spec.defaults.memory needs spec.memory (without it no memory is limited)")
-		}
-		return problems
-	}
-	mem := resource.MustParse(spec.Memory)
-	if d.Memory != nil {
-		m, err := overrideWithin(*d.Memory, mem, "spec.memory")
-		if err != nil {
-			problems = append(problems, "spec.defaults.memory "+err.Error())
-		}
-		spec.memoryDefault = m
-	}
-	return problems
-}
 
 // share is total/pods rounded down to a millicore (milli) or a byte, at
 // least one, in the canonical form the API server stores. That is the
@@ -61,19 +25,6 @@ func share(total resource.Quantity, pods int64, milli bool) string {
 		q = resource.NewQuantity(max(total.Value()/pods, 1), total.Format)
 	}
 	return canonical(*q)
-}
-
-// overrideWithin checks a spec.defaults value: a positive quantity not above
-// the namespace's total.
-func overrideWithin(s string, total resource.Quantity, totalField string) (string, error) {
-	c, err := CanonicalQuantity(s)
-	if err != nil {
-		return "", err
-	}
-	if q := resource.MustParse(c); q.Cmp(total) > 0 {
-		return "", fmt.Errorf("%q must not exceed %s (%s)", s, totalField, total.String())
-	}
-	return c, nil
 }
 
 // limitRangeType is team-defaults: a container defaultRequest, and a

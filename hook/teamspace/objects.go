@@ -1,11 +1,6 @@
 package teamspace
 
 import (
-	"bytes"
-	"encoding/json"
-	"fmt"
-	"slices"
-	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -64,56 +59,6 @@ type objectCount struct {
 	// whole: not divided among a team's namespaces; each holds the count
 	// (spec.namespaces, unit.go).
 	whole bool
-}
-
-// checkObjects checks the optional spec.objects (raw for the messages): nil
-// when unset or empty.
-func checkObjects(objects map[string]v1alpha1.ObjectCount, raw json.RawMessage) (map[corev1.ResourceName]int64, []string) {
-	var rawValues map[string]json.RawMessage
-	_ = json.Unmarshal(raw, &rawValues) // decodeSpec read it
-	var names []string
-	for _, c := range objectCounts {
-		names = append(names, string(c.name))
-	}
-	keys := make([]string, 0, len(objects))
-	for k := range objects {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	counts := map[corev1.ResourceName]int64{}
-	var problems []string
-	for _, k := range keys {
-		i := slices.IndexFunc(objectCounts, func(c objectCount) bool { return string(c.name) == k })
-		if i < 0 {
-			problems = append(problems, fmt.Sprintf("spec.objects: %q is not a count the quota keeps (want %s)", k, strings.Join(names, ", ")))
-			continue
-		}
-		n := int64(objects[k])
-		if n < 0 || n > MaxObjectCount {
-			problems = append(problems, fmt.Sprintf("spec.objects.%s %s, got %s", k, wrongType["objects.*"], bytes.TrimSpace(rawValues[k])))
-			continue
-		}
-		if c := objectCounts[i]; n < c.min {
-			problems = append(problems, fmt.Sprintf("spec.objects.%s must be at least %d (%s), got %d", k, c.min, c.why, n))
-			continue
-		}
-		counts[objectCounts[i].name] = n
-	}
-	if len(problems) > 0 || len(counts) == 0 {
-		return nil, problems
-	}
-	return counts, nil
-}
-
-// checkEphemeralStorage reads the optional spec.ephemeralStorage into
-// spec's EphemeralStorage.
-func checkEphemeralStorage(s string, spec *Spec) error {
-	c, err := CanonicalQuantity(s)
-	if err != nil {
-		return err
-	}
-	spec.EphemeralStorage = c
-	return nil
 }
 
 // objectsHard is team-objects' spec.hard for a unit of a valid spec; nil

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/labhub/teamspace/hook/api/v1alpha1"
 )
@@ -20,93 +19,6 @@ const (
 
 // Owner is one entry of spec.owners: a RoleBinding subject.
 type Owner = v1alpha1.Owner
-
-// checkOwners checks spec.owners as crd.yaml does: a known kind, a name,
-// a namespace for a ServiceAccount only, no name twice. Names must be
-// unique even across kinds: Metacontroller merges a list whose items all
-// have a "name" as a map keyed by it, so a User and a Group of the same
-// name would collapse into one subject.
-func checkOwners(owners []Owner) ([]Owner, []string) {
-	var problems []string
-	if len(owners) > MaxOwners {
-		problems = append(problems, fmt.Sprintf("spec.owners has %d entries, at most %d", len(owners), MaxOwners))
-	}
-	seen := map[string]int{}
-	for i, o := range owners {
-		field := fmt.Sprintf("spec.owners[%d]", i)
-		switch o.Kind {
-		case "User", "Group":
-			if o.Namespace != "" {
-				problems = append(problems, fmt.Sprintf("%s.namespace is only allowed for a ServiceAccount, not a %s", field, o.Kind))
-			}
-		case "ServiceAccount":
-			if o.Namespace == "" {
-				problems = append(problems, field+".namespace is required for a ServiceAccount")
-			} else if errs := validation.IsDNS1123Label(o.Namespace); len(errs) > 0 {
-				problems = append(problems, fmt.Sprintf("%s.namespace %q is not a namespace name: %s", field, o.Namespace, errs[0]))
-			}
-			if errs := validation.IsDNS1123Subdomain(o.Name); o.Name != "" && len(errs) > 0 {
-				problems = append(problems, fmt.Sprintf("%s.name %q is not a ServiceAccount name: %s", field, o.Name, errs[0]))
-			}
-		default:
-			problems = append(problems, fmt.Sprintf("%s.kind must be one of User, Group, ServiceAccount, got %q", field, o.Kind))
-		}
-		if o.Name == "" {
-			problems = append(problems, field+".name must not be empty")
-		}
-		if j, dup := seen[o.Name]; dup && o.Name != "" {
-			problems = append(problems, fmt.Sprintf("%s.name %q is already spec.owners[%d]'s (each name once)", field, o.Name, j))
-		} else {
-			seen[o.Name] = i
-		}
-	}
-	return owners, problems
-}
-
-// ReservedNamespaces are namespaces whose ServiceAccounts are never owners,
-// beside every kube-* namespace: the platform's own.
-var ReservedNamespaces = []string{v1alpha1.SystemNamespace}
-
-// reservedOwner says why an owner is never bound ("" if it may be): the
-// API server's own users and groups (system:unauthenticated,
-// system:authenticated, system:masters, system:serviceaccounts:...,
-// system:node:...) would hand the namespace to everyone, to every
-// ServiceAccount or to the cluster's components, and the ServiceAccounts of
-// kube-* and the platform's namespaces are the cluster's and the
-// platform's. hack/deploy/limits.yaml refuses them at admission (unless the
-// writer is exempt); the hook skips any that is stored all the same.
-// ReservedOwner reports whether owner o is never bound (reservedOwner):
-// naming it in spec.owners gives nobody anything.
-func ReservedOwner(o Owner) bool { return reservedOwner(o) != "" }
-
-func reservedOwner(o Owner) string {
-	switch {
-	case (o.Kind == "User" || o.Kind == "Group") && strings.HasPrefix(o.Name, "system:"):
-		return "system: users and groups are the API server's own"
-	case o.Kind == rbacv1.ServiceAccountKind && (strings.HasPrefix(o.Namespace, "kube-") || slices.Contains(ReservedNamespaces, o.Namespace)):
-		return "ServiceAccounts of kube-* and " + strings.Join(ReservedNamespaces, ", ") + " are the cluster's and the platform's"
-	}
-	return ""
-}
-
-// withoutReserved splits owners into those that are bound and a
-// description of each reserved one.
-func withoutReserved(owners []Owner) ([]Owner, []string) {
-	var bound []Owner
-	var reserved []string
-	for i, o := range owners {
-		if why := reservedOwner(o); why != "" {
-			who := o.Kind + " " + o.Name
-			if o.Namespace != "" {
-				who = o.Kind + " " + o.Namespace + "/" + o.Name
-			}
-			reserved = append(reserved, fmt.Sprintf("spec.owners[%d] (%s: %s)", i, who, why))
-			continue
-		}
-		bound = append(bound, o)
-	}
-	return bound, reserved
-}
 
 // roleBindingType is team-owners: the owners bound to ClusterRole
 // OwnerRole in the team namespace, asked for only when the spec lists
