@@ -4,7 +4,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/labhub/teamspace/hook/api/v1alpha1"
@@ -145,94 +144,4 @@ func decodeBundle(o *Object) (templates []*template, ok bool) {
 		templates = append(templates, newTemplate(k, obj))
 	}
 	return templates, true
-}
-
-// TemplatesRequest is what the DecoratorController of the bundle sends:
-// its parent, the CompositeController of TeamSpaces, as object; the bundle
-// as its attachment; the templates as related objects.
-type TemplatesRequest struct {
-	Object      *Object              `json:"object"`
-	Attachments map[string]ObjectMap `json:"attachments"`
-	Related     map[string]ObjectMap `json:"related"`
-}
-
-// TemplatesResponse is the answer: the bundle. Status is always null (the
-// parent is left alone) and Attachments never null (null would delete
-// the bundle).
-type TemplatesResponse struct {
-	Status      *struct{}        `json:"status"`
-	Attachments []map[string]any `json:"attachments"`
-}
-
-// Validate checks that the request is one Templates can answer: the
-// CompositeController of TeamSpaces, and Secrets as its only attachments.
-func (r *TemplatesRequest) Validate() error {
-	p := r.Object
-	if p == nil {
-		return badRequest("MissingParent", "request has no object")
-	}
-	if !isTeamSpaceController(p) {
-		return badRequest("NotTheTeamSpaceController", "object is %s %s %q, want CompositeController %s of metacontroller.k8s.io/v1alpha1 (label %s selects it)", p.APIVersion, p.Kind, p.Metadata.Name, ControllerName, v1alpha1.TemplatesBundleLabel)
-	}
-	return onlyAttachments(r.Attachments, TemplatesControllerName, bundleKind.key, bundleKind.kind)
-}
-
-// isTeamSpaceController reports whether p is the CompositeController of
-// TeamSpaces, the bundle's one parent.
-func isTeamSpaceController(p *Object) bool {
-	return p.APIVersion == "metacontroller.k8s.io/v1alpha1" && p.Kind == "CompositeController" && p.Metadata.Name == ControllerName
-}
-
-// bundleKind is the bundle's kind: a Secret, since Secret templates are
-// in it.
-var bundleKind = copyKindByKey("Secret.v1")
-
-// Templates answers the DecoratorController of the bundle: Secret
-// TemplatesBundleName holding every template the engine shows. More than
-// MaxBundleBytes is refused: the engine then changes nothing (the bundle,
-// and so every copy, stays as it was) and records the error as an event
-// on the CompositeController.
-func Templates(r *TemplatesRequest) (*TemplatesResponse, error) {
-	templates := templatesIn(r.Related)
-	content, err := encodeBundle(templates)
-	if err != nil {
-		return nil, badRequest("InvalidTemplates", "cannot encode the templates: %v", err)
-	}
-	if len(content) > MaxBundleBytes {
-		return nil, badRequest("TemplatesTooLarge", "the %d templates in %s take %d bytes together, more than the %d a Secret holds: Secret %s/%s and every copy stay as they were; make the templates fewer or smaller",
-			len(templates), TemplatesNamespace, len(content), MaxBundleBytes, TemplatesNamespace, TemplatesBundleName)
-	}
-	bundle := map[string]any{
-		"apiVersion": "v1", "kind": "Secret",
-		"metadata": map[string]any{"name": TemplatesBundleName, "namespace": TemplatesNamespace,
-			"labels": map[string]any{"app.kubernetes.io/part-of": "teamspace"}},
-		"type": "Opaque",
-		"data": map[string]any{TemplatesBundleKey: base64.StdEncoding.EncodeToString(content)},
-	}
-	return &TemplatesResponse{Attachments: []map[string]any{bundle}}, nil
-}
-
-// TemplatesCustomize answers the customize hook of the bundle's
-// DecoratorController: the templates of every copied kind, for the
-// CompositeController of TeamSpaces; nothing for another parent.
-func TemplatesCustomize(r *TemplatesRequest) *CustomizeResponse {
-	if r.Object == nil || !isTeamSpaceController(r.Object) {
-		return &CustomizeResponse{RelatedResources: []RelatedResourceRule{}}
-	}
-	return &CustomizeResponse{RelatedResources: templateRules()}
-}
-
-// templateRules are the related objects the bundle is made of: the
-// templates of every copied kind.
-func templateRules() []RelatedResourceRule {
-	var out []RelatedResourceRule
-	for _, k := range copyKinds {
-		out = append(out, RelatedResourceRule{
-			APIVersion:    k.apiVersion,
-			Resource:      k.resource,
-			Namespace:     TemplatesNamespace,
-			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{v1alpha1.TemplateLabel: "true"}},
-		})
-	}
-	return out
 }
