@@ -87,9 +87,10 @@ func Finalize(r *Request, record string) *Response {
 func (o *observation) remainingChildren() []string {
 	var out []string
 	for _, u := range o.units {
-		if ns := o.child(namespaceType, u); ns != nil {
+		if ns, s := o.namespace(u); ns != nil {
+			// A namespace not Active yet is named Active: it goes as one.
 			state := "Active"
-			if isTerminating(ns) {
+			if s == namespaceTerminating {
 				state = "Terminating"
 			}
 			out = append(out, fmt.Sprintf("namespace %s (%s)", ns.Metadata.Name, state))

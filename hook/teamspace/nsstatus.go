@@ -33,7 +33,7 @@ func (o *observation) namespaceStatuses(all, unasked []*unit, conflicts map[*uni
 	var out []NamespaceStatus
 	for i, u := range append(slices.Clone(all), unasked...) {
 		s := NamespaceStatus{Name: u.namespace, Entry: u.entry}
-		ns := o.child(namespaceType, u)
+		_, state := o.namespace(u)
 		switch {
 		case conflicts[u] != "":
 			s.State, s.Message = NamespaceConflict, conflicts[u]
@@ -43,9 +43,9 @@ func (o *observation) namespaceStatuses(all, unasked []*unit, conflicts map[*uni
 			s.State = NamespaceRemoving
 		case i >= len(all):
 			s.State = NamespaceKept
-		case ns == nil || (!isTerminating(ns) && ns.Status.Phase != "Active"):
+		case state == namespaceMissing || state == namespaceNotActive:
 			s.State = NamespacePending
-		case isTerminating(ns):
+		case state == namespaceTerminating:
 			s.State = NamespaceTerminating
 		default:
 			s.State = NamespaceActive

@@ -43,8 +43,17 @@ type observation struct {
 
 	children, related map[string]ObjectMap
 	// reported caches each quota rebuilt from its carrier's report, by
-	// engine key and ref: built once per request.
-	reported map[string]*Object
+	// engine key and ref, and namespaces each namespace with its state, by
+	// name: each read once per request.
+	reported   map[string]*Object
+	namespaces map[string]observedNamespace
+}
+
+// observedNamespace is a namespace of the TeamSpace as the engine shows
+// it among the children (nil if none) and where it is in its life.
+type observedNamespace struct {
+	obj   *Object
+	state namespaceState
 }
 
 // Validate checks that the request is one this hook can answer: a TeamSpace
@@ -85,7 +94,7 @@ func (r *Request) Validate() error {
 // observe reads a request that passed Validate.
 func observe(r *Request) *observation {
 	o := &observation{parent: r.Parent, name: r.Parent.Metadata.Name, uid: string(r.Parent.Metadata.UID),
-		children: r.Children, related: r.Related, reported: map[string]*Object{}}
+		children: r.Children, related: r.Related, reported: map[string]*Object{}, namespaces: map[string]observedNamespace{}}
 	o.viaDecorator = quotasViaDecorator(r.Children)
 	o.at = observedAt(r)
 	o.units = o.observedUnits()
@@ -238,18 +247,27 @@ func decodeLastApplied(o *Object, into any) bool {
 }
 
 // namespace is unit u's namespace as the engine shows it among the
-// children (nil if none) and where it is in its life.
+// children (nil if none) and where it is in its life: the one place its
+// state is read from (which children are asked for, whether the TeamSpace
+// is still being created, why it is not Ready, status.namespaces,
+// finalize's message).
 func (o *observation) namespace(u *unit) (*Object, namespaceState) {
-	ns := o.child(namespaceType, u)
-	switch {
-	case ns == nil:
-		return nil, namespaceMissing
-	case isTerminating(ns):
-		return ns, namespaceTerminating
-	case ns.Status.Phase != "Active":
-		return ns, namespaceNotActive
+	if n, ok := o.namespaces[u.namespace]; ok {
+		return n.obj, n.state
 	}
-	return ns, namespaceActive
+	n := observedNamespace{obj: o.child(namespaceType, u)}
+	switch {
+	case n.obj == nil:
+		n.state = namespaceMissing
+	case isTerminating(n.obj):
+		n.state = namespaceTerminating
+	case n.obj.Status.Phase != "Active":
+		n.state = namespaceNotActive
+	default:
+		n.state = namespaceActive
+	}
+	o.namespaces[u.namespace] = n
+	return n.obj, n.state
 }
 
 // foreign is the object of type t with the name of this TeamSpace's child
