@@ -10,10 +10,13 @@
 #     when missing, limits-config.yaml), requested-by.yaml, the reserved
 #     team- prefix (namespaces.yaml; the engine here runs as the admin) and
 #     (unless --no-controller)
-#     compositecontroller.yaml, its hook URLs pointed at the local hook.
+#     compositecontroller.yaml, its hook URLs pointed at the local hook,
+#   - a demo TeamSpace, demo (4 pods, 500m cpu), waited for until Ready
+#     (unless --no-demo or --no-controller).
 #
 # Usage:
-#   hack/up.sh [up] [--no-controller]  start everything (idempotent: what runs is kept)
+#   hack/up.sh [up] [--no-controller] [--no-demo]
+#                                      start everything (idempotent: what runs is kept)
 #   hack/up.sh env                     print the exports for the running setup
 #   hack/up.sh engine-stop             stop Metacontroller (PID file), nothing else
 #   hack/up.sh engine-start            start Metacontroller again with the same flags
@@ -28,7 +31,9 @@
 #                        ../shared/metacontroller/<version>, or a clone of the tag).
 #   METACONTROLLER_CRDS  Metacontroller's CRD manifest (metacontroller-crds-v1.yaml
 #                        of its release); default ../shared/metacontroller/ beside
-#                        this repository when present.
+#                        this repository when present, else the one in the engine's
+#                        own source tree (manifests/production/, of the tree the
+#                        engine is built from: METACONTROLLER_SRC, or a clone of the tag).
 #   TEAMSPACE_STATE      state directory (passed on to hack/cluster.sh, which
 #                        picks the default).
 #   HOOK_PORT            port for the hook (default: 8080 if free, else the next
@@ -38,6 +43,7 @@
 #                        --archive-dir=<state>/archive), e.g. the
 #                        --archive-s3-* flags of a bucket.
 #   TEAMSPACE_NO_CONTROLLER=1  same as --no-controller.
+#   TEAMSPACE_NO_DEMO=1        same as --no-demo.
 set -euo pipefail
 export LC_ALL=C
 
@@ -56,8 +62,16 @@ find_engine() {
 	printf '%s\n' "$(cd "$(dirname "$METACONTROLLER_BIN")" && pwd)/$(basename "$METACONTROLLER_BIN")"
 }
 
+# find_engine_crds prints Metacontroller's CRD manifest: METACONTROLLER_CRDS,
+# else the one in ../shared/metacontroller/ beside the checkout, else the
+# one of the engine's source tree at the pinned tag (metacontroller_source:
+# METACONTROLLER_SRC, ../shared/metacontroller/<version>, or a clone), so
+# that a clone without ../shared beside it comes up too.
 find_engine_crds() {
 	local f=${METACONTROLLER_CRDS:-$repo/../shared/metacontroller/metacontroller-crds-v1.yaml}
+	if [[ -z ${METACONTROLLER_CRDS:-} && ! -r $f ]] && metacontroller_source; then
+		f=$METACONTROLLER_SOURCE/manifests/production/metacontroller-crds-v1.yaml
+	fi
 	if [[ ! -r $f ]]; then
 		die "Metacontroller's CRDs not found at $f: set METACONTROLLER_CRDS to the
 metacontroller-crds-v1.yaml of Metacontroller's release (manifests/production/ in its
@@ -189,6 +203,24 @@ apply_controller() {
 	kubectl apply -f "$updir/compositecontroller.yaml" >&2
 }
 
+# demo_up creates TeamSpace demo (kept as it is when it exists) and waits
+# until it is Ready, as the README's first command promises.
+demo_up() {
+	say "TeamSpace demo: applying it and waiting until it is Ready"
+	kubectl apply -f - >&2 <<'YAML'
+apiVersion: platform.labhub.io/v1alpha1
+kind: TeamSpace
+metadata:
+  name: demo
+spec:
+  pods: 4
+  cpu: 500m
+YAML
+	kubectl wait --for=condition=Ready --timeout=120s teamspace/demo >&2 ||
+		die "TeamSpace demo is not Ready after 120 s: $(kubectl get teamspace demo -o jsonpath='{.status.conditions[0].reason}: {.status.conditions[0].message}' 2>&1); see $updir/logs"
+	kubectl get teamspaces >&2
+}
+
 print_env() {
 	load_upenv
 	cat <<EOF
@@ -202,15 +234,17 @@ EOF
 }
 
 up() {
-	local no_controller=${TEAMSPACE_NO_CONTROLLER:-}
+	local no_controller=${TEAMSPACE_NO_CONTROLLER:-} no_demo=${TEAMSPACE_NO_DEMO:-}
 	while (($#)); do
 		case $1 in
 		--no-controller) no_controller=1 ;;
+		--no-demo) no_demo=1 ;;
 		*) other_arg "$1" ;;
 		esac
 		shift
 	done
 	[[ $no_controller == 0 ]] && no_controller=
+	[[ $no_demo == 0 ]] && no_demo=
 
 	# Everything that can be missing is checked before anything starts.
 	local engine_bin engine_crds
@@ -295,6 +329,7 @@ up() {
 	else
 		say "not applying compositecontroller.yaml (--no-controller)"
 	fi
+	[[ -n $no_controller || -n $no_demo ]] || demo_up
 
 	cat >&2 <<EOF
 
