@@ -20,7 +20,7 @@ import (
 // per copied kind, made every NetworkPolicy, RoleBinding and ConfigMap a
 // fleet creates (team-isolation, team-owners, kube-root-ca.crt) cost a
 // pass over every TeamSpace's six rules: most of the engine's CPU while
-// 2000 TeamSpaces are created (BENCHMARKS.md §5 "#55"). The bundle's
+// 2000 TeamSpaces are created (docs/design/templates-bundle.md). The bundle's
 // DecoratorController has one parent, the CompositeController teamspace,
 // so its four rules cost one match per event; every TeamSpace asks for one
 // Secret by name.

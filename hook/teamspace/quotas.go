@@ -19,7 +19,7 @@ import (
 // reads the TeamSpace live (a GET) before it compares its status. A
 // DecoratorController's sync compares the parent from its cache and writes
 // nothing when nothing changed: a pod event now costs the engine one call
-// of this hook and no request (BENCHMARKS.md §13).
+// of this hook and no request (docs/design/quotas-via-limitrange.md).
 //
 // Why the LimitRange and not the namespace (issue #55): the engine finds a
 // DecoratorController's attachments by listing every object of their kind

@@ -82,8 +82,8 @@ func beyondAllowance(p *plan, a *answered) (string, string, bool) {
 // them exist. A new TeamSpace is in that state for its first two syncs,
 // before the engine has created its namespaces and once it has; both
 // answer this one status, so that the engine writes it once, not twice
-// (BENCHMARKS.md §5). The message depends on the spec only, for the same
-// reason.
+// (docs/design/creating-once.md). The message depends on the spec only,
+// for the same reason.
 func creating(p *plan, a *answered) (string, string, bool) {
 	for _, u := range p.answered {
 		if _, s := p.o.namespace(u); s != namespaceMissing && s != namespaceActive {

@@ -81,7 +81,8 @@ type Object struct {
 // this, rather than metav1.ObjectMeta, skips the bulk of every request: the
 // fieldsV1 trees of managedFields and the labels the hook never looks at
 // are scanned but not built: most of a request's decoding cost (measured
-// in the history of BENCHMARKS.md: -20% allocations, -13..-17% per sync).
+// before BENCHMARKS.md kept current figures only: -20% allocations,
+// -13..-17% per sync).
 type Meta struct {
 	Name              string                  `json:"name"`
 	Namespace         string                  `json:"namespace,omitempty"`

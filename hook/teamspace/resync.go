@@ -7,7 +7,7 @@ import "hash/fnv"
 // within a second. A periodic resync repairs only what no watch shows, and
 // each one costs the engine a live GET of the TeamSpace, a hook call and
 // the customize hook's scan, so at a period of a minute a thousand idle
-// TeamSpaces kept a fifth of a core busy (BENCHMARKS.md §5).
+// TeamSpaces kept a fifth of a core busy (docs/design/resync.md).
 //
 // What a resync still catches, and how often it happens:
 //   - a status edited by hand (ignoreStatusChanges keeps the engine from

@@ -30,7 +30,7 @@ func TestResyncSeconds(t *testing.T) {
 }
 
 // TestResyncIsHours guards the cost at rest: a period of minutes makes a
-// thousand idle TeamSpaces cost a fifth of a core (BENCHMARKS.md §5).
+// thousand idle TeamSpaces cost a fifth of a core (docs/design/resync.md).
 func TestResyncIsHours(t *testing.T) {
 	if ResyncMinSeconds < 3600 {
 		t.Errorf("ResyncMinSeconds = %d, want at least an hour", ResyncMinSeconds)
