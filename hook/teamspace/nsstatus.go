@@ -50,15 +50,7 @@ func (o *observation) namespaceStatuses(all, unasked []*unit, conflicts map[*uni
 		default:
 			s.State = NamespaceActive
 		}
-		if o.viaDecorator {
-			// As the DecoratorController reports it (quotas.go).
-			if c := o.carrier(u); c != nil {
-				s.Message = c.Metadata.Annotations[v1alpha1.OverShareAnnotation]
-			}
-		} else if quota := o.child(quotaType, u); quota != nil {
-			s.Usage = quotaUsage(quota)
-			s.Message = overShare(quota)
-		}
+		s.Usage, s.Message = o.quotaFigures(u)
 		out = append(out, s)
 	}
 	return out

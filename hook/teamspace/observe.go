@@ -192,6 +192,55 @@ func (o *observation) child(t *childType, u *unit) *Object {
 	return o.children[t.key][t.ref(u)]
 }
 
+// asChild reports whether a child of type t is answered as the
+// TeamSpace's child: every type but a quota the DecoratorController
+// makes, which its carrier's QuotasAnnotation asks for instead.
+func (o *observation) asChild(t *childType) bool { return !(t.viaDecorator && o.viaDecorator) }
+
+// carries reports whether a child of type t carries its namespace's quotas
+// for the DecoratorController (QuotasAnnotation).
+func (o *observation) carries(t *childType) bool { return t == quotasCarrier && o.viaDecorator }
+
+// madeBy is what a pending child's message adds about who makes it: the
+// DecoratorController, for its quotas.
+func (o *observation) madeBy(t *childType) string {
+	if o.asChild(t) {
+		return ""
+	}
+	return " by DecoratorController " + QuotasControllerName
+}
+
+// quotaFigures are unit u's entry of status.namespaces as its quota says:
+// its figures and where it is over its share. The DecoratorController's
+// quotas keep no figures in the TeamSpace (they change with every pod:
+// each would cost a sync of it) and report the over-share on the carrier.
+func (o *observation) quotaFigures(u *unit) (*Usage, string) {
+	if o.viaDecorator {
+		if c := o.carrier(u); c != nil {
+			return nil, c.Metadata.Annotations[v1alpha1.OverShareAnnotation]
+		}
+		return nil, ""
+	}
+	if quota := o.child(quotaType, u); quota != nil {
+		return quotaUsage(quota), overShare(quota)
+	}
+	return nil, ""
+}
+
+// teamUsage is status.usage: the team's quotas' figures summed, for quotas
+// that are the CompositeController's children; nil for the
+// DecoratorController's, whose figures are read live (README "Usage").
+func (o *observation) teamUsage() *Usage {
+	if o.viaDecorator {
+		return nil
+	}
+	var quotas []*Object
+	for _, u := range o.units {
+		quotas = append(quotas, o.child(quotaType, u))
+	}
+	return quotaUsage(quotas...)
+}
+
 // quotasCarrier is the child of a unit that carries its quotas for the
 // DecoratorController, and its report of them (quotas.go): the LimitRange.
 var quotasCarrier = limitRangeType

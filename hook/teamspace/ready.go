@@ -174,11 +174,7 @@ func childrenNotAsAsked(p *plan, a *answered) (string, string, bool) {
 		case len(c.strangers) > 0:
 			add(c.t.outOfDateReason, fmt.Sprintf("%s %s has what the spec does not set at %s; removing it", c.t.kind, ref, strings.Join(c.strangers, ", ")))
 		case c.observed == nil:
-			msg := c.t.pendingMessage(ref, c.desired)
-			if c.t.viaDecorator && o.viaDecorator {
-				msg += " by DecoratorController " + QuotasControllerName
-			}
-			add(c.t.pendingReason, msg)
+			add(c.t.pendingReason, c.t.pendingMessage(ref, c.desired)+o.madeBy(c.t))
 		case !c.t.matches(c.compared(), c.observed):
 			add(c.t.outOfDateReason, c.t.outOfDateMessageFor(ref, c.observed, c.desired))
 		}

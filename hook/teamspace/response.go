@@ -60,16 +60,6 @@ func newResponse(o *observation) *Response {
 	if ns := o.child(namespaceType, o.teamUnit()); ns != nil {
 		resp.Status.Namespace = ns.Metadata.Name
 	}
-	if o.viaDecorator {
-		// The figures change with every pod: kept current here, each
-		// would cost a sync of the TeamSpace (quotas.go). Read them live
-		// (README "Usage").
-		return resp
-	}
-	var quotas []*Object
-	for _, u := range o.units {
-		quotas = append(quotas, o.child(quotaType, u))
-	}
-	resp.Status.Usage = quotaUsage(quotas...)
+	resp.Status.Usage = o.teamUsage()
 	return resp
 }

@@ -217,7 +217,7 @@ func (o *observation) answerUnit(a *answered, u *unit, types []*childType, wante
 	for i, t := range types {
 		observed[i] = o.child(t, u)
 		desired[i] = t.desired(u, observed[i])
-		if q, ok := desired[i].(*corev1.ResourceQuota); ok && t.viaDecorator && o.viaDecorator {
+		if q, ok := desired[i].(*corev1.ResourceQuota); ok && !o.asChild(t) {
 			quotas[t.name(u)] = q.Spec.Hard
 		}
 	}
@@ -226,14 +226,14 @@ func (o *observation) answerUnit(a *answered, u *unit, types []*childType, wante
 		if obj == nil {
 			continue
 		}
-		if t == quotasCarrier && o.viaDecorator {
+		if o.carries(t) {
 			// The LimitRange carries the quotas of its namespace: the
 			// DecoratorController makes them as soon as it exists.
 			obj.SetAnnotations(withQuotas(obj.GetAnnotations(), quotas))
 		}
 		ans, strangers := t.strangersOf(t.answer(obj), obj, ob)
 		wanted = append(wanted, wantedChild{t, u, obj, ob, strangers})
-		if t.viaDecorator && o.viaDecorator {
+		if !o.asChild(t) {
 			continue
 		}
 		if (!t.namespaced || insideAllowed) && (t.after == nil || o.child(t.after, u) != nil) {
@@ -299,7 +299,7 @@ func keepUnit(o *observation, a *answered, u *unit, types []*childType, unobserv
 	var kept []string
 	for _, t := range types {
 		ob := o.child(t, u)
-		if t.viaDecorator && o.viaDecorator {
+		if !o.asChild(t) {
 			// Kept with the LimitRange, in its QuotasAnnotation as last
 			// applied; named as the quota it is.
 			if ob != nil {
