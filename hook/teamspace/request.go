@@ -2,6 +2,12 @@
 // Metacontroller into the answer, with no I/O, no clock and no randomness, so
 // the same request always gives byte-identical answers (a status that changed
 // on every call would make the engine write and re-sync forever).
+//
+// Sync is stages with one value passed between them: observe (observe.go,
+// the one reader of what the engine shows), parse (parse.go), plan and
+// answer (sync.go), readiness (ready.go, the Ready reasons as one ordered
+// list) and the status; Finalize reads through the same observe stage.
+// The DecoratorControllers' endpoints are apart (decorators.go).
 package teamspace
 
 import (
