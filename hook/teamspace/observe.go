@@ -319,6 +319,13 @@ func (o *observation) namespace(u *unit) (*Object, namespaceState) {
 	return n.obj, n.state
 }
 
+// teamNamespace is team-<name> as the engine shows it among the children,
+// nil if none.
+func (o *observation) teamNamespace() *Object {
+	ns, _ := o.namespace(o.teamUnit())
+	return ns
+}
+
 // foreign is the object of type t with the name of this TeamSpace's child
 // in unit u that the engine shows only as a related object (the customize
 // hook asks for it by name) because another owner holds it, and who that

@@ -69,7 +69,7 @@ func beyondAllowance(p *plan, a *answered) (string, string, bool) {
 	}
 	msg := p.overMessage
 	switch {
-	case p.o.child(namespaceType, p.o.teamUnit()) != nil:
+	case p.o.teamNamespace() != nil:
 		msg += fmt.Sprintf("; keeping what it has as it is: %s", strings.Join(append([]string{"namespace " + NamespaceName(p.o.name)}, a.kept...), ", "))
 	case p.overReason == v1alpha1.ReasonAllowanceExceeded:
 		msg += "; no namespace until one of them is deleted or the platform raises the allowance"

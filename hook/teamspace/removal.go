@@ -45,7 +45,7 @@ func confirmedEntries(p *Parent) []string {
 func (o *observation) splitUnasked(unasked []*unit) (removed []*unit, records []NamespaceRemoval, kept []*unit) {
 	confirmed := confirmedEntries(o.parent)
 	for _, u := range unasked {
-		ns := o.child(namespaceType, u)
+		ns, _ := o.namespace(u)
 		// The record is named by the namespace and its uid: neither may
 		// act on a path (the engine's are always fine).
 		if ns == nil || !slices.Contains(confirmed, u.entry) || !uidPattern.MatchString(string(ns.Metadata.UID)) || len(validation.IsDNS1123Label(u.namespace)) > 0 {

@@ -57,7 +57,7 @@ type RelatedResourceRule struct {
 // CompositeController's children, their figures.
 func newResponse(o *observation) *Response {
 	resp := &Response{Children: []map[string]any{}}
-	if ns := o.child(namespaceType, o.teamUnit()); ns != nil {
+	if ns := o.teamNamespace(); ns != nil {
 		resp.Status.Namespace = ns.Metadata.Name
 	}
 	resp.Status.Usage = o.teamUsage()
