@@ -4,11 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/labhub/teamspace/hook/api/v1alpha1"
 )
 
 // ArchiveRetrySeconds is how soon the engine calls finalize again while the
@@ -66,19 +63,34 @@ func ArchiveRecord(r *Request) Record {
 // record (named record in messages) is durable. It asks for no children, so
 // the engine deletes them, and says finalized only when none is observed any
 // more: the namespace is gone before the TeamSpace is.
-func Finalize(r *Request, record string) *Response {
+func Finalize(r *Request, record string) *Response { return finalizeWith(r, record, nil) }
+
+// FinalizeBlocked answers the finalize hook when the archive record could not
+// be stored (err says why, naming the store): nothing is finalized and
+// every observed child is kept as the engine last applied it, so nothing is
+// deleted before the record is durable; the status says why the TeamSpace
+// waits, and the engine asks again in ArchiveRetrySeconds.
+func FinalizeBlocked(r *Request, err error) *Response { return finalizeWith(r, "", err) }
+
+// finalizeWith is the finalize hook in Sync's stages: observe, answer
+// (nothing, or everything kept while the archive is blocked), readiness
+// (finalizeReadiness) and the response.
+func finalizeWith(r *Request, record string, blocked error) *Response {
 	o := observe(r)
 	resp := newResponse(o)
-	if !o.hasChildren() {
-		done := true
-		resp.Finalized = &done
-		resp.Status.Conditions = conditions(o, metav1.ConditionFalse, v1alpha1.ReasonDeleting, fmt.Sprintf("archived as %s; all children are deleted", record))
-		return resp
+	done := blocked == nil && !o.hasChildren()
+	resp.Finalized = &done
+	switch {
+	case blocked != nil:
+		a := &answered{children: resp.Children}
+		keepChildren(o, a, false)
+		resp.Children = a.children
+		resp.ResyncAfterSeconds = ArchiveRetrySeconds
+	case !done:
+		resp.ResyncAfterSeconds = FinalizeResyncSeconds
 	}
-	notDone := false
-	resp.Finalized = &notDone
-	resp.ResyncAfterSeconds = FinalizeResyncSeconds
-	resp.Status.Conditions = conditions(o, metav1.ConditionFalse, v1alpha1.ReasonDeleting, fmt.Sprintf("archived as %s; waiting for %s to be deleted", record, strings.Join(o.remainingChildren(), ", ")))
+	reason, msg := finalizeReadiness(o, record, blocked)
+	resp.Status.Conditions = conditions(o, metav1.ConditionFalse, reason, msg)
 	return resp
 }
 
@@ -111,22 +123,4 @@ func (o *observation) remainingChildren() []string {
 		}
 	}
 	return out
-}
-
-// FinalizeBlocked answers the finalize hook when the archive record could not
-// be stored (err says why, naming the store): nothing is finalized and
-// every observed child is kept as the engine last applied it, so nothing is
-// deleted before the record is durable; the status says why the TeamSpace
-// waits, and the engine asks again in ArchiveRetrySeconds.
-func FinalizeBlocked(r *Request, err error) *Response {
-	o := observe(r)
-	resp := newResponse(o)
-	a := &answered{children: resp.Children}
-	keepChildren(o, a, false)
-	resp.Children = a.children
-	notDone := false
-	resp.Finalized = &notDone
-	resp.ResyncAfterSeconds = ArchiveRetrySeconds
-	resp.Status.Conditions = conditions(o, metav1.ConditionFalse, v1alpha1.ReasonArchivePending, fmt.Sprintf("deletion waits for the archive record: %v; nothing is deleted until it is stored (retrying every %d s)", err, ArchiveRetrySeconds))
-	return resp
 }

@@ -217,3 +217,16 @@ func heldForAPerson(p *plan, a *answered) (string, string, bool) {
 	}
 	return reason, fmt.Sprintf("%s; everything else is as asked: %s", strings.Join(held, "; "), readyMessage(p.answered)), true
 }
+
+// finalizeReadiness is the Ready condition of a TeamSpace being deleted:
+// its archive record not stored yet (ArchivePending), else Deleting, done
+// or waiting for the children it names.
+func finalizeReadiness(o *observation, record string, blocked error) (reason, message string) {
+	switch {
+	case blocked != nil:
+		return v1alpha1.ReasonArchivePending, fmt.Sprintf("deletion waits for the archive record: %v; nothing is deleted until it is stored (retrying every %d s)", blocked, ArchiveRetrySeconds)
+	case !o.hasChildren():
+		return v1alpha1.ReasonDeleting, fmt.Sprintf("archived as %s; all children are deleted", record)
+	}
+	return v1alpha1.ReasonDeleting, fmt.Sprintf("archived as %s; waiting for %s to be deleted", record, strings.Join(o.remainingChildren(), ", "))
+}
