@@ -102,25 +102,7 @@ func planSync(o *observation, blocked error) *plan {
 	// there (reserve); those whose removal is confirmed go once archived,
 	// or wait (pending) with everything in them while the archive is down.
 	p.unasked = unaskedUnits(o, teamNamespaces(o.name, spec))
-	var held []corev1.ResourceList
-	for _, u := range p.unasked {
-		held = append(held, o.keptHard(u))
-	}
-	p.all = units(o.name, spec, held)
-	// The platform's templates that select the TeamSpace, copied into
-	// each of its namespaces (copies.go); before anything is answered,
-	// since they raise team-objects' counts. Without the templates (their
-	// bundle missing), each namespace keeps the copies it has, as they
-	// are (bundle.go).
-	selected := o.selected(o.templates)
-	for _, u := range p.all {
-		if o.known {
-			u.copies, u.taken = unitCopies(selected, u)
-		} else {
-			u.copies = o.keptTemplates(u)
-		}
-		u.copiesSeen = o.copiesSeen(u)
-	}
+	p.all = planUnits(o, spec, p.unasked)
 	p.invalidTemplates = invalidTemplates(o.templates)
 	p.removed, p.records, p.kept = o.splitUnasked(p.unasked)
 	if blocked != nil {
@@ -137,6 +119,33 @@ func planSync(o *observation, blocked error) *plan {
 		p.answered = append(p.answered, u)
 	}
 	return p
+}
+
+// planUnits builds the units of a valid spec once, complete, in one
+// place: their shares with what the namespaces no entry asks for
+// (unasked) hold back and their defaults (units), then the platform's
+// copies each gets. Nothing changes them afterwards.
+func planUnits(o *observation, spec Spec, unasked []*unit) []*unit {
+	var held []corev1.ResourceList
+	for _, u := range unasked {
+		held = append(held, o.keptHard(u))
+	}
+	all := units(o.name, spec, held)
+	// The platform's templates that select the TeamSpace, copied into
+	// each of its namespaces (copies.go); before anything is answered,
+	// since they raise team-objects' counts. Without the templates (their
+	// bundle missing), each namespace keeps the copies it has, as they
+	// are (bundle.go).
+	selected := o.selected(o.templates)
+	for _, u := range all {
+		if o.known {
+			u.copies, u.taken = unitCopies(selected, u)
+		} else {
+			u.copies = o.keptTemplates(u)
+		}
+		u.copiesSeen = o.copiesSeen(u)
+	}
+	return all
 }
 
 // valid reports whether the plan is a valid spec's.
