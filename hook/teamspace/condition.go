@@ -50,6 +50,6 @@ func condition(o *observation, typ string, status metav1.ConditionStatus, reason
 			return c
 		}
 	}
-	c.LastTransitionTime = metav1.NewTime(o.at)
+	c.LastTransitionTime = metav1.NewTime(o.now())
 	return c
 }

@@ -48,7 +48,7 @@ func TestReadyConditionTransitionTime(t *testing.T) {
 
 func TestObservedAtWithoutTimestamps(t *testing.T) {
 	r := &Request{Parent: &Parent{}}
-	if got := observedAt(r); !got.Equal(time.Unix(0, 0)) {
+	if got := observedAt(r.Parent, r.Children); !got.Equal(time.Unix(0, 0)) {
 		t.Errorf("observedAt() = %v, want the Unix epoch", got)
 	}
 }

@@ -28,7 +28,8 @@ type observation struct {
 	parent *Parent
 	// name is the TeamSpace's name, uid its uid.
 	name, uid string
-	// at is the newest time the request shows (see observedAt).
+	// at is the newest time the request shows (observedAt), zero until
+	// now asks for it.
 	at time.Time
 	// viaDecorator: the quotas are the DecoratorController's
 	// (quotasViaDecorator), not the CompositeController's children.
@@ -37,9 +38,10 @@ type observation struct {
 	// of (observedUnits).
 	units []*unit
 	// templates are the platform's templates, known false when their
-	// bundle is missing or does not decode (bundleTemplates).
-	templates []*template
-	known     bool
+	// bundle is missing or does not decode (bundleTemplates); read is
+	// whether shownTemplates has read them.
+	templates   []*template
+	known, read bool
 
 	children, related map[string]ObjectMap
 	// reported caches each quota rebuilt from its carrier's report, by
@@ -96,10 +98,30 @@ func observe(r *Request) *observation {
 	o := &observation{parent: r.Parent, name: r.Parent.Metadata.Name, uid: string(r.Parent.Metadata.UID),
 		children: r.Children, related: r.Related, reported: map[string]*Object{}, namespaces: map[string]observedNamespace{}}
 	o.viaDecorator = quotasViaDecorator(r.Children)
-	o.at = observedAt(r)
 	o.units = o.observedUnits()
-	o.templates, o.known = bundleTemplates(r.Related)
 	return o
+}
+
+// now is the newest time the request shows (observedAt), computed when
+// first asked: only a condition that changes and a removal's record need
+// it.
+func (o *observation) now() time.Time {
+	if o.at.IsZero() {
+		o.at = observedAt(o.parent, o.children)
+	}
+	return o.at
+}
+
+// shownTemplates are the platform's templates the request shows, and
+// whether they are known (bundleTemplates), read when first asked: only a
+// valid spec's sync needs them, and the bundle may be a megabyte that
+// finalize and a kept TeamSpace's sync need not decode.
+func (o *observation) shownTemplates() ([]*template, bool) {
+	if !o.read {
+		o.templates, o.known = bundleTemplates(o.related)
+		o.read = true
+	}
+	return o.templates, o.known
 }
 
 // quotasViaDecorator reports whether the CompositeController leaves the
@@ -116,7 +138,7 @@ func quotasViaDecorator(children map[string]ObjectMap) bool {
 // observedAt is the newest timestamp in the request: creation, deletion and
 // managedFields times of the parent and every child. It stands in for "now"
 // without making the answer depend on when it is computed.
-func observedAt(r *Request) time.Time {
+func observedAt(parent *Parent, children map[string]ObjectMap) time.Time {
 	var latest time.Time
 	consider := func(m *Meta) {
 		for _, t := range []*metav1.Time{&m.CreationTimestamp, m.DeletionTimestamp} {
@@ -130,8 +152,8 @@ func observedAt(r *Request) time.Time {
 			}
 		}
 	}
-	consider(&r.Parent.Metadata)
-	for _, objs := range r.Children {
+	consider(&parent.Metadata)
+	for _, objs := range children {
 		for _, o := range objs {
 			consider(&o.Metadata)
 		}

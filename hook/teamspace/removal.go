@@ -60,7 +60,7 @@ func (o *observation) splitUnasked(unasked []*unit) (removed []*unit, records []
 
 // removalRecord is the archive record of removed unit u.
 func (o *observation) removalRecord(u *unit, ns *Object) NamespaceRemoval {
-	at := metav1.NewTime(o.at)
+	at := metav1.NewTime(o.now())
 	rec := NamespaceRemoval{
 		Name: u.namespace, UID: string(ns.Metadata.UID), Kind: "Namespace",
 		TeamSpace: u.teamspace, TeamSpaceUID: o.uid, Entry: u.entry,

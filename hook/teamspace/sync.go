@@ -68,9 +68,6 @@ type plan struct {
 	unasked, removed, pending, kept []*unit
 	records                         []NamespaceRemoval
 	blocked                         error
-	// invalidTemplates are status.templates' entries of templates whose
-	// selector does not parse.
-	invalidTemplates []TemplateStatus
 }
 
 // planSync decides a sync: the team namespace held by another, an invalid
@@ -103,7 +100,6 @@ func planSync(o *observation, blocked error) *plan {
 	// or wait (pending) with everything in them while the archive is down.
 	p.unasked = unaskedUnits(o, teamNamespaces(o.name, spec))
 	p.all = planUnits(o, spec, p.unasked)
-	p.invalidTemplates = invalidTemplates(o.templates)
 	p.removed, p.records, p.kept = o.splitUnasked(p.unasked)
 	if blocked != nil {
 		p.pending, p.removed, p.kept, p.records = p.removed, nil, p.unasked, nil
@@ -136,9 +132,10 @@ func planUnits(o *observation, spec Spec, unasked []*unit) []*unit {
 	// since they raise team-objects' counts. Without the templates (their
 	// bundle missing), each namespace keeps the copies it has, as they
 	// are (bundle.go).
-	selected := o.selected(o.templates)
+	templates, known := o.shownTemplates()
+	selected := o.selected(templates)
 	for _, u := range all {
-		if o.known {
+		if known {
 			u.copies, u.taken = unitCopies(selected, u)
 		} else {
 			u.copies = o.keptTemplates(u)
@@ -175,12 +172,15 @@ func answer(p *plan) *answered {
 	case p.overReason != "":
 		a.kept = keepChildren(o, a, false)
 	default:
-		a.copies = p.invalidTemplates
+		// A template whose selector does not parse first (copied
+		// nowhere), then each namespace's copies.
+		templates, _ := o.shownTemplates()
+		a.copies = invalidTemplates(templates)
 		for _, u := range p.answered {
-			a.wanted = o.answerUnit(a, u, perNamespaceTypes, a.wanted)
+			o.answerUnit(a, u, perNamespaceTypes)
 			a.copies = append(a.copies, o.answerCopies(a, u)...)
 		}
-		a.wanted = o.answerUnit(a, p.answered[0], onceTypes, a.wanted)
+		o.answerUnit(a, p.answered[0], onceTypes)
 		a.kept = o.keepUnasked(a, p.kept)
 	}
 	return a
@@ -215,10 +215,10 @@ func (p *plan) respond(a *answered, status metav1.ConditionStatus, reason, msg s
 }
 
 // answerUnit adds to the answer the children of types that unit u asks
-// for and returns wanted with them added. A child inside the namespace is
+// for, and to its wanted each of them with the observed one. A child inside the namespace is
 // answered only once the namespace exists and is not terminating, and a
 // type that waits for another (after) only once that one is observed.
-func (o *observation) answerUnit(a *answered, u *unit, types []*childType, wanted []wantedChild) []wantedChild {
+func (o *observation) answerUnit(a *answered, u *unit, types []*childType) {
 	_, state := o.namespace(u)
 	insideAllowed := state != namespaceMissing && state != namespaceTerminating
 	observed, desired := make([]*Object, len(types)), make([]object, len(types))
@@ -241,7 +241,7 @@ func (o *observation) answerUnit(a *answered, u *unit, types []*childType, wante
 			obj.SetAnnotations(withQuotas(obj.GetAnnotations(), quotas))
 		}
 		ans, strangers := t.strangersOf(t.answer(obj), obj, ob)
-		wanted = append(wanted, wantedChild{t, u, obj, ob, strangers})
+		a.wanted = append(a.wanted, wantedChild{t, u, obj, ob, strangers})
 		if !o.asChild(t) {
 			continue
 		}
@@ -249,7 +249,6 @@ func (o *observation) answerUnit(a *answered, u *unit, types []*childType, wante
 			a.children = append(a.children, ans)
 		}
 	}
-	return wanted
 }
 
 // withQuotas is a carrier's annotations with the quotas its namespace
