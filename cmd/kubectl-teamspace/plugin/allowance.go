@@ -113,6 +113,11 @@ func held(items []unstructured.Unstructured, user string, a allowance.Allowance)
 	var all []allowance.TeamSpace
 	var req *allowance.Requester
 	for i := range items {
+		// Another requester's is never served with user's (Serve): not
+		// read at all, as a list may hold every TeamSpace of the cluster.
+		if items[i].GetAnnotations()[v1alpha1.RequestedByAnnotation] != user {
+			continue
+		}
 		raw, err := items[i].MarshalJSON()
 		var o teamspace.Object
 		if err != nil || json.Unmarshal(raw, &o) != nil {
