@@ -22,7 +22,6 @@ compositecontroller_at() {
 	sed -e "s#http://127\.0\.0\.1:8080/#${1%/}/#g" "${repo}/compositecontroller.yaml"
 }
 
-
 # ------------------------------------------------------------------ messages
 # Every script here speaks the same way: "PROG: message" on stderr, one line
 # per error ("PROG: error: ..."), so that a caller or a test can match it.
@@ -85,7 +84,6 @@ wait_http() {
 	return 1
 }
 
-
 # metacontroller_bin_version BIN prints the version a Metacontroller binary
 # was stamped with (-X main.version=..., as its release builds and
 # ensure_metacontroller do; "v" added where a release left it out), or
@@ -102,7 +100,6 @@ metacontroller_bin_version() {
 	printf '%s\n' "${v}"
 }
 
-
 # refuse_changed_engine WHAT VERSION dies saying that WHAT, a build stamped
 # VERSION (<tag>+<changes>, as ensure_proposed_engine stamps the engine with
 # the patches proposed upstream), is not the stock engine that the suite and
@@ -110,7 +107,6 @@ metacontroller_bin_version() {
 refuse_changed_engine() {
 	die "$1 is Metacontroller $2, a build with changes (hack/bench/engine-patches are for hack/bench.sh only): the suite and every install path run the stock ${METACONTROLLER_VERSION}"
 }
-
 
 # ------------------------------------------------------ background processes
 # One way, for every script here, to run a process in the background and
@@ -265,7 +261,6 @@ unowned_team_namespaces() {
 	# shellcheck disable=SC2016 # a go-template, not shell
 	"$@" get namespaces -o go-template='{{range .items}}{{$n := .metadata.name}}{{if and (gt (len $n) 5) (eq (slice $n 0 5) "team-")}}{{$owned := false}}{{range .metadata.ownerReferences}}{{if eq .kind "TeamSpace"}}{{$owned = true}}{{end}}{{end}}{{if not $owned}}{{$n}}{{"\n"}}{{end}}{{end}}{{end}}'
 }
-
 
 # The namespace and ServiceAccount of the engine's credential (rbac.yaml).
 TS_NAMESPACE=teamspace-system
