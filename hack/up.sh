@@ -206,8 +206,11 @@ apply_controller() {
 # demo_up creates TeamSpace demo (kept as it is when it exists) and waits
 # until it is Ready, as the README's first command promises.
 demo_up() {
-	say "TeamSpace demo: applying it and waiting until it is Ready"
-	kubectl apply -f - >&2 <<'YAML'
+	if kubectl get teamspace demo >/dev/null 2>&1; then
+		say "TeamSpace demo exists: kept as it is; waiting until it is Ready"
+	else
+		say "TeamSpace demo: creating it and waiting until it is Ready"
+		kubectl create -f - >&2 <<'YAML'
 apiVersion: platform.labhub.io/v1alpha1
 kind: TeamSpace
 metadata:
@@ -216,6 +219,7 @@ spec:
   pods: 4
   cpu: 500m
 YAML
+	fi
 	kubectl wait --for=condition=Ready --timeout=120s teamspace/demo >&2 ||
 		die "TeamSpace demo is not Ready after 120 s: $(kubectl get teamspace demo -o jsonpath='{.status.conditions[0].reason}: {.status.conditions[0].message}' 2>&1); see $updir/logs"
 	kubectl get teamspaces >&2
