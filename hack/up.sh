@@ -210,7 +210,12 @@ demo_up() {
 		say "TeamSpace demo exists: kept as it is; waiting until it is Ready"
 	else
 		say "TeamSpace demo: creating it and waiting until it is Ready"
-		kubectl create -f - >&2 <<'YAML'
+		# A CRD just created is served a moment before the admission
+		# policies matching it can type its objects: until then a create
+		# is refused as ServiceUnavailable ("Resource kind ... not found").
+		local i out
+		for ((i = 0; ; i++)); do
+			out=$(kubectl create -f - 2>&1 <<'YAML'
 apiVersion: platform.labhub.io/v1alpha1
 kind: TeamSpace
 metadata:
@@ -219,6 +224,11 @@ spec:
   pods: 4
   cpu: 500m
 YAML
+) && break
+			[[ $out == *ServiceUnavailable* && $i -lt 60 ]] || die "creating TeamSpace demo: $out"
+			sleep 0.5
+		done
+		printf '%s\n' "$out" >&2
 	fi
 	kubectl wait --for=condition=Ready --timeout=120s teamspace/demo >&2 ||
 		die "TeamSpace demo is not Ready after 120 s: $(kubectl get teamspace demo -o jsonpath='{.status.conditions[0].reason}: {.status.conditions[0].message}' 2>&1); see $updir/logs"

@@ -181,6 +181,18 @@ func applyCRD(t testing.TB) {
 	}) {
 		t.Fatal("teamspaces are not served 30s after the CRD became Established")
 	}
+	// Served is not yet admitted: a MutatingAdmissionPolicy matching
+	// TeamSpaces (hack/deploy installs some) needs the kind's schema, which
+	// the API server's type converter picks up from OpenAPI a moment later;
+	// until then every write is refused with ServiceUnavailable ("Resource
+	// kind ... not found"). Wait until a server dry run is past that.
+	probe := teamSpace("crd-probe", map[string]any{"pods": 1})
+	if !eventually(60*time.Second, 200*time.Millisecond, func() bool {
+		_, err := kubectl(t, probe, "create", "--dry-run=server", "-f", "-")
+		return err == nil || !strings.Contains(err.Error(), "ServiceUnavailable")
+	}) {
+		t.Fatal("TeamSpace writes still refused as unavailable 60s after the CRD became Established")
+	}
 }
 
 // teamSpace renders a TeamSpace manifest; spec is its spec as JSON-able map
