@@ -27,7 +27,7 @@ import (
 // holds before: an input). Every request is sent twice, to two handlers: the
 // answers must be byte-identical and the archive unchanged by the second call.
 func TestGolden(t *testing.T) {
-	for _, hook := range []string{"sync", "finalize", "customize", "quotas", "templates", "templates-customize"} {
+	for _, hook := range []string{"sync", "finalize", "customize", "quotas", "templates", "templates-customize", "adopted", "adopted-customize"} {
 		cases := golden.Cases(t, "testdata", hook)
 		if len(cases) == 0 {
 			t.Fatalf("no %s cases", hook)

@@ -43,6 +43,7 @@ var kstatusByReason = map[string]status.Status{
 	"LimitsInvalid":              status.FailedStatus,
 	"OwnerReserved":              status.FailedStatus,
 	"NamespaceKept":              status.FailedStatus,
+	"AdoptionPlanned":            status.FailedStatus,
 }
 
 func kstatusOf(t *testing.T, obj map[string]any) *status.Result {

@@ -430,6 +430,9 @@ TS_QUOTAS_CONTROLLER=teamspace-quotas
 # bundle (compositecontroller.yaml); its Secret goes with the
 # CompositeController, its owner.
 TS_TEMPLATES_CONTROLLER=teamspace-templates
+# TS_ADOPTED_CONTROLLER is the DecoratorController of adopted namespaces'
+# labels (compositecontroller.yaml).
+TS_ADOPTED_CONTROLLER=teamspace-adopted
 
 # hand_over_quotas KUBECTL...: hands every quota made before the
 # DecoratorController teamspace-quotas had the LimitRange as its parent

@@ -191,13 +191,14 @@ if [[ -n $cluster ]]; then
 	# children (the engine is stopped anyway); the engine's finalizer stays on
 	# each TeamSpace until it runs again: deleting a TeamSpace in the meantime
 	# waits for a reinstall, which finishes it (archive, namespace, gone).
-	say "removing CompositeController $TS_COMPOSITECONTROLLER and DecoratorControllers $TS_QUOTAS_CONTROLLER, $TS_TEMPLATES_CONTROLLER"
+	say "removing CompositeController $TS_COMPOSITECONTROLLER and DecoratorControllers $TS_QUOTAS_CONTROLLER, $TS_TEMPLATES_CONTROLLER, $TS_ADOPTED_CONTROLLER"
 	if kc get crd compositecontrollers.metacontroller.k8s.io >/dev/null 2>&1; then
 		del compositecontrollers.metacontroller.k8s.io "$TS_COMPOSITECONTROLLER"
 	fi
 	if kc get crd decoratorcontrollers.metacontroller.k8s.io >/dev/null 2>&1; then
 		del decoratorcontrollers.metacontroller.k8s.io "$TS_QUOTAS_CONTROLLER"
 		del decoratorcontrollers.metacontroller.k8s.io "$TS_TEMPLATES_CONTROLLER"
+		del decoratorcontrollers.metacontroller.k8s.io "$TS_ADOPTED_CONTROLLER"
 	fi
 	say "removing the engine's credential and RBAC"
 	del -n "$TS_NAMESPACE" secret "$TS_TOKEN_SECRET" 2>/dev/null || true

@@ -69,6 +69,9 @@ func New(cfg Config) *Handler {
 	// The DecoratorController of the templates' bundle: pure too.
 	r.Handle("/templates", h.hook("templates", templates, h.newAnswerCache("templates"))).Methods(http.MethodPost)
 	r.Handle("/templates/customize", h.hook("templates-customize", templatesCustomize, h.newAnswerCache("templates-customize"))).Methods(http.MethodPost)
+	// The DecoratorController of adopted namespaces' labels: pure too.
+	r.Handle("/adopted", h.hook("adopted", adopted, h.newAnswerCache("adopted"))).Methods(http.MethodPost)
+	r.Handle("/adopted/customize", h.hook("adopted-customize", adoptedCustomize, h.newAnswerCache("adopted-customize"))).Methods(http.MethodPost)
 	r.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok\n"))
@@ -79,7 +82,7 @@ func New(cfg Config) *Handler {
 		writeError(w, http.StatusMethodNotAllowed, "MethodNotAllowed", req.Method+" is not allowed on "+req.URL.Path)
 	})
 	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		writeError(w, http.StatusNotFound, "NotFound", "no such endpoint "+req.URL.Path+"; the hook serves POST /sync, /finalize, /customize, /quotas, /templates and /templates/customize")
+		writeError(w, http.StatusNotFound, "NotFound", "no such endpoint "+req.URL.Path+"; the hook serves POST /sync, /finalize, /customize, /quotas, /templates, /templates/customize, /adopted and /adopted/customize")
 	})
 	h.router = r
 	return h
@@ -169,6 +172,45 @@ func decodeTemplates(body []byte) (*teamspace.TemplatesRequest, *parentID, *hook
 		req.Object = req.Parent
 	}
 	return &req.TemplatesRequest, objectID(req.Object), nil
+}
+
+// adopted is the endpoint of the DecoratorController of adopted
+// namespaces (teamspace.Adopted); the namespace is who it is for.
+func adopted(_ context.Context, body []byte) (*parentID, any, *hookError) {
+	req, who, herr := decodeAdopted(body)
+	if herr != nil {
+		return who, nil, herr
+	}
+	if err := req.Validate(); err != nil {
+		return who, nil, requestError(err)
+	}
+	return who, teamspace.Adopted(req), nil
+}
+
+// adoptedCustomize is that DecoratorController's customize hook.
+func adoptedCustomize(_ context.Context, body []byte) (*parentID, any, *hookError) {
+	req, who, herr := decodeAdopted(body)
+	if herr != nil {
+		return who, nil, herr
+	}
+	return who, teamspace.AdoptedCustomize(req), nil
+}
+
+// decodeAdopted reads a request of the adopted namespaces'
+// DecoratorController: the parent is "object" in a sync request,
+// "parent" in a customize one.
+func decodeAdopted(body []byte) (*teamspace.AdoptedRequest, *parentID, *hookError) {
+	var req struct {
+		teamspace.AdoptedRequest
+		Parent *teamspace.Object `json:"parent"`
+	}
+	if err := decodeInto(body, &req); err != nil {
+		return nil, nil, invalidJSON(err)
+	}
+	if req.Object == nil {
+		req.Object = req.Parent
+	}
+	return &req.AdoptedRequest, objectID(req.Object), nil
 }
 
 // objectID names a DecoratorController's parent (nil when the request has

@@ -30,9 +30,10 @@ var childTypes = []*childType{
 }
 
 // perNamespaceTypes are the types answered once per namespace of a team
-// (unit.go), onceTypes those answered once per TeamSpace; each in registry
-// order.
-var perNamespaceTypes, onceTypes []*childType
+// (unit.go), onceTypes those answered once per TeamSpace, insideTypes
+// those inside a namespace (what an adopted one holds of the team's at
+// most, adopt.go); each in registry order.
+var perNamespaceTypes, onceTypes, insideTypes []*childType
 
 func init() {
 	for _, t := range childTypes {
@@ -41,6 +42,9 @@ func init() {
 			onceTypes = append(onceTypes, t)
 		} else {
 			perNamespaceTypes = append(perNamespaceTypes, t)
+		}
+		if !t.once && t.namespaced {
+			insideTypes = append(insideTypes, t)
 		}
 	}
 }

@@ -35,7 +35,7 @@ func TestChildTypesAreDeclared(t *testing.T) {
 			URL string `json:"url"`
 		} `json:"webhook"`
 	}
-	var cc, dc, tc struct {
+	var cc, dc, tc, ac struct {
 		Kind     string `json:"kind"`
 		Metadata struct {
 			Name   string            `json:"name"`
@@ -57,10 +57,10 @@ func TestChildTypesAreDeclared(t *testing.T) {
 		} `json:"spec"`
 	}
 	docs := strings.Split(string(raw), "\n---\n")
-	if len(docs) != 3 {
-		t.Fatalf("compositecontroller.yaml holds %d documents, want the CompositeController and the DecoratorControllers of the quotas and the templates", len(docs))
+	if len(docs) != 4 {
+		t.Fatalf("compositecontroller.yaml holds %d documents, want the CompositeController and the DecoratorControllers of the quotas, the templates and adopted namespaces", len(docs))
 	}
-	for i, into := range []any{&cc, &dc, &tc} {
+	for i, into := range []any{&cc, &dc, &tc, &ac} {
 		if err := yaml.Unmarshal([]byte(docs[i]), into); err != nil {
 			t.Fatal(err)
 		}
@@ -78,6 +78,15 @@ func TestChildTypesAreDeclared(t *testing.T) {
 	if cc.Metadata.Name != ControllerName || cc.Metadata.Labels[v1alpha1.TemplatesBundleLabel] != "true" || len(tc.Spec.Resources) != 1 ||
 		tc.Spec.Resources[0].Resource != "compositecontrollers" || tc.Spec.Resources[0].LabelSelector.MatchLabels[v1alpha1.TemplatesBundleLabel] != "true" {
 		t.Errorf("%s's parent: %+v, want the CompositeController %s by its label %s=true", TemplatesControllerName, tc.Spec.Resources, ControllerName, v1alpha1.TemplatesBundleLabel)
+	}
+	// Adopted namespaces: namespaces labelled AdoptLabel, no attachments
+	// (and no finalize hook: no finalizer on any namespace).
+	if ac.Kind != "DecoratorController" || ac.Metadata.Name != AdoptedControllerName ||
+		!strings.HasSuffix(ac.Spec.Hooks.Sync.Webhook.URL, "/adopted") || !strings.HasSuffix(ac.Spec.Hooks.Customize.Webhook.URL, "/adopted/customize") ||
+		len(ac.Spec.Resources) != 1 || ac.Spec.Resources[0].Resource != "namespaces" || len(ac.Spec.Attachments) != 0 ||
+		strings.Contains(docs[3], "finalize:") || !strings.Contains(docs[3], "{key: "+v1alpha1.AdoptLabel+", operator: Exists}") {
+		t.Errorf("the fourth document is %s %s calling %s and %s, want DecoratorController %s of namespaces labelled %s, calling /adopted and /adopted/customize, without attachments or finalize",
+			ac.Kind, ac.Metadata.Name, ac.Spec.Hooks.Sync.Webhook.URL, ac.Spec.Hooks.Customize.Webhook.URL, AdoptedControllerName, v1alpha1.AdoptLabel)
 	}
 	if len(tc.Spec.Attachments) != 1 || tc.Spec.Attachments[0] != (resource{"v1", bundleKind.resource}) {
 		t.Errorf("%s's attachments %v, want the Secret alone", TemplatesControllerName, tc.Spec.Attachments)

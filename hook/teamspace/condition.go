@@ -9,12 +9,12 @@ import (
 )
 
 // stalledReasons are the Ready reasons no sync can end: the spec, a
-// conflict, the requester's allowance, the platform's limits or a
-// reserved owner must change first.
+// conflict, the requester's allowance, the platform's limits, a reserved
+// owner or an adoption's confirmation must change first.
 var stalledReasons = []string{
 	v1alpha1.ReasonInvalidSpec, v1alpha1.ReasonNamespaceConflict, v1alpha1.ReasonClusterRoleConflict,
 	v1alpha1.ReasonAllowanceExceeded, v1alpha1.ReasonLimitsInvalid, v1alpha1.ReasonOwnerReserved,
-	v1alpha1.ReasonNamespaceKept,
+	v1alpha1.ReasonNamespaceKept, v1alpha1.ReasonAdoptionPlanned,
 }
 
 // conditions are the TeamSpace's conditions for a Ready status, reason

@@ -45,25 +45,55 @@ func Customize(r *Request) *CustomizeResponse {
 		})
 	}
 	rules = append(rules, bundleRule())
+	rules = append(rules, adoptionRules(adoptedNamespaces(r.Parent))...)
 	return &CustomizeResponse{RelatedResources: rules}
 }
 
 // entryNamespaces are the namespaces spec.namespaces names, read leniently
 // (the spec may be invalid): every entry whose name makes a DNS label.
 func entryNamespaces(p *Parent) []string {
+	var out []string
+	for _, e := range lenientEntries(p) {
+		n := ExtraNamespaceName(p.Metadata.Name, e.Name)
+		if e.Adopt != nil {
+			if n = e.Adopt.Namespace; adoptable(n) != "" {
+				continue
+			}
+		}
+		if e.Name != "" && len(validation.IsDNS1123Label(n)) == 0 && !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// lenientEntries are the entries of spec.namespaces, their names and
+// adopt alone, read from a spec that may be invalid; none when even
+// that does not decode.
+func lenientEntries(p *Parent) []lenientEntry {
 	var spec struct {
-		Namespaces []struct {
-			Name string `json:"name"`
-		} `json:"namespaces"`
+		Namespaces []lenientEntry `json:"namespaces"`
 	}
 	if json.Unmarshal(p.Spec, &spec) != nil {
 		return nil
 	}
+	return spec.Namespaces
+}
+
+type lenientEntry struct {
+	Name  string `json:"name"`
+	Adopt *struct {
+		Namespace string `json:"namespace"`
+	} `json:"adopt"`
+}
+
+// adoptedNamespaces are the namespaces spec.namespaces adopts, read
+// leniently: each that adoptable allows.
+func adoptedNamespaces(p *Parent) []string {
 	var out []string
-	for _, e := range spec.Namespaces {
-		n := ExtraNamespaceName(p.Metadata.Name, e.Name)
-		if e.Name != "" && len(validation.IsDNS1123Label(n)) == 0 && !slices.Contains(out, n) {
-			out = append(out, n)
+	for _, e := range lenientEntries(p) {
+		if e.Adopt != nil && adoptable(e.Adopt.Namespace) == "" && !slices.Contains(out, e.Adopt.Namespace) {
+			out = append(out, e.Adopt.Namespace)
 		}
 	}
 	return out

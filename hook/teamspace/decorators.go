@@ -15,7 +15,8 @@ import (
 // The DecoratorControllers' endpoints, apart from the TeamSpace's sync:
 // /quotas answers teamspace-quotas (a team namespace's LimitRange and its
 // quotas), /templates and /templates/customize answer teamspace-templates
-// (the bundle of the platform's templates). Each reads the wire format its
+// (the bundle of the platform's templates); /adopted and
+// /adopted/customize answer teamspace-adopted (adopt.go). Each reads the wire format its
 // sync counterpart writes or reads (quotas.go: the quotas annotation;
 // bundle.go: the bundle).
 
@@ -54,7 +55,12 @@ func (r *QuotasRequest) Validate() error {
 	default:
 		return badRequest("WrongKind", "object is apiVersion %q kind %q, want a LimitRange", p.APIVersion, p.Kind)
 	}
-	if ns := r.namespace(); p.Metadata.Labels[v1alpha1.TeamSpaceLabel] == "" || !strings.HasPrefix(ns, NamespacePrefix) {
+	// A namespace not named team-* is one a TeamSpace adopted (adopt.go):
+	// its LimitRange is the TeamSpace's child all the same.
+	team := func(ns string) bool {
+		return strings.HasPrefix(ns, NamespacePrefix) || (p.Kind == "LimitRange" && adoptable(ns) == "")
+	}
+	if ns := r.namespace(); p.Metadata.Labels[v1alpha1.TeamSpaceLabel] == "" || !team(ns) {
 		return badRequest("NotATeamNamespace", "namespace %q is not a team namespace (no label %s, or not named %s*)", ns, v1alpha1.TeamSpaceLabel, NamespacePrefix)
 	}
 	return onlyAttachments(r.Attachments, QuotasControllerName, quotaType.key, quotaType.kind)

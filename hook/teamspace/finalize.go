@@ -29,7 +29,11 @@ type Record struct {
 	// Namespaces are all the TeamSpace's namespaces, team-<name> first,
 	// when it has more than that one (spec.namespaces; those removed
 	// before have records of their own).
-	Namespaces        []string     `json:"namespaces,omitempty"`
+	Namespaces []string `json:"namespaces,omitempty"`
+	// Released are the namespaces it had adopted (adopt.go): released in
+	// place, with everything the team made in them; only the TeamSpace's
+	// own objects there are deleted.
+	Released          []string     `json:"released,omitempty"`
 	DeletionTimestamp *metav1.Time `json:"deletionTimestamp,omitempty"`
 }
 
@@ -38,10 +42,16 @@ type Record struct {
 func ArchiveRecord(r *Request) Record {
 	m := &r.Parent.Metadata
 	rec := Record{Name: m.Name, UID: string(m.UID), Namespace: NamespaceName(m.Name), DeletionTimestamp: m.DeletionTimestamp}
-	if all := observe(r).units; len(all) > 1 {
-		for _, u := range all {
-			rec.Namespaces = append(rec.Namespaces, u.namespace)
+	var own []string
+	for _, u := range observe(r).units {
+		if u.adopted {
+			rec.Released = append(rec.Released, u.namespace)
+			continue
 		}
+		own = append(own, u.namespace)
+	}
+	if len(own) > 1 {
+		rec.Namespaces = own
 	}
 	var fields struct {
 		Pods json.Number `json:"pods"`
@@ -99,6 +109,9 @@ func finalizeWith(r *Request, record string, blocked error) *Response {
 func (o *observation) remainingChildren() []string {
 	var out []string
 	for _, u := range o.units {
+		if u.adopted {
+			continue // released in place, never deleted
+		}
 		if ns, s := o.namespace(u); ns != nil {
 			// A namespace not Active yet is named Active: it goes as one.
 			state := "Active"

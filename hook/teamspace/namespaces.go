@@ -33,6 +33,20 @@ type NamespaceShare struct {
 	Pods, CPU, Memory string
 	EphemeralStorage  string
 	Objects           map[corev1.ResourceName]int64
+	// Adopt is the existing namespace the entry takes in (adopt.go), ""
+	// for the entry's own team-<name>--<entry>; Enforce raises the Pod
+	// Security level there from warn and audit to enforce.
+	Adopt   string
+	Enforce bool
+}
+
+// entryNamespace is the namespace of an entry: the one it adopts, or its
+// own team-<teamspace>--<entry>.
+func entryNamespace(teamspace string, s NamespaceShare) string {
+	if s.Adopt != "" {
+		return s.Adopt
+	}
+	return ExtraNamespaceName(teamspace, s.Name)
 }
 
 // ExtraNamespaceName is the namespace of entry of TeamSpace teamspace:

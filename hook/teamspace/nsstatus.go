@@ -19,6 +19,9 @@ const (
 	NamespaceConflict    = "Conflict"
 	NamespaceKept        = "Kept"
 	NamespaceRemoving    = "Removing"
+	// NamespacePlanned: an existing namespace to adopt whose plan waits
+	// for the platform team's confirmation (adopt.go).
+	NamespacePlanned = "Planned"
 )
 
 // namespaceStatuses is status.namespaces: each namespace of the team,
@@ -26,7 +29,7 @@ const (
 // asks for (kept, or being removed); nil for a TeamSpace with team-<name>
 // alone, whose status is what it always was. conflicts holds why each
 // unit someone else holds is theirs, removing the units being removed.
-func (o *observation) namespaceStatuses(all, unasked []*unit, conflicts map[*unit]string, removing []*unit) []NamespaceStatus {
+func (o *observation) namespaceStatuses(all, unasked []*unit, conflicts, waiting map[*unit]string, removing []*unit) []NamespaceStatus {
 	if len(all) == 1 && len(unasked) == 0 {
 		return nil
 	}
@@ -34,9 +37,19 @@ func (o *observation) namespaceStatuses(all, unasked []*unit, conflicts map[*uni
 	for i, u := range append(slices.Clone(all), unasked...) {
 		s := NamespaceStatus{Name: u.namespace, Entry: u.entry}
 		_, state := o.namespace(u)
+		if u.adopted && i < len(all) {
+			s.Adoption = o.adoptionStatus(u, waiting[u] == "" && conflicts[u] == "")
+		}
 		switch {
 		case conflicts[u] != "":
 			s.State, s.Message = NamespaceConflict, conflicts[u]
+			out = append(out, s)
+			continue
+		case waiting[u] != "":
+			s.State, s.Message = NamespacePlanned, waiting[u]
+			if state == namespaceMissing || state == namespaceTerminating {
+				s.State = NamespacePending
+			}
 			out = append(out, s)
 			continue
 		case slices.Contains(removing, u):

@@ -184,18 +184,28 @@ func bundleTemplates(related map[string]ObjectMap) (templates []*template, known
 // the observed children themselves, not from a spec that may be invalid.
 func (o *observation) observedUnits() []*unit {
 	prefix := NamespaceName(o.name) + v1alpha1.NamespaceSeparator
-	seen := map[string]bool{}
+	seen, adopted := map[string]bool{}, map[string]bool{}
 	for typeKey, objs := range o.children {
 		for key := range objs {
 			ns, _, namespaced := strings.Cut(key, "/")
-			if (namespaced || typeKey == namespaceType.key) && strings.HasPrefix(ns, prefix) {
+			switch {
+			case (namespaced || typeKey == namespaceType.key) && strings.HasPrefix(ns, prefix):
 				seen[ns] = true
+			case namespaced && ns != NamespaceName(o.name):
+				// Children in a namespace not of the TeamSpace's names:
+				// one it adopted (adopt.go), named as its entry.
+				adopted[ns] = true
 			}
 		}
 	}
 	out := []*unit{mainUnit(o.name, Spec{})}
 	for _, ns := range slices.Sorted(maps.Keys(seen)) {
 		out = append(out, &unit{teamspace: o.name, namespace: ns, entry: strings.TrimPrefix(ns, prefix)})
+	}
+	for _, ns := range slices.Sorted(maps.Keys(adopted)) {
+		u := &unit{teamspace: o.name, namespace: ns, entry: o.adoptingEntry(ns), adopted: true}
+		u.types = insideTypes
+		out = append(out, u)
 	}
 	return out
 }
@@ -327,6 +337,10 @@ func (o *observation) namespace(u *unit) (*Object, namespaceState) {
 		return n.obj, n.state
 	}
 	n := observedNamespace{obj: o.child(namespaceType, u)}
+	if u.adopted {
+		// Never a child: the customize hook asks for it by name.
+		n.obj = o.related[namespaceType.key][u.namespace]
+	}
 	switch {
 	case n.obj == nil:
 		n.state = namespaceMissing

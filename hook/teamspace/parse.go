@@ -362,7 +362,7 @@ func checkNamespaces(entries []v1alpha1.NamespaceEntry, spec Spec) ([]NamespaceS
 		problems = append(problems, fmt.Sprintf("spec.namespaces: %d entries, at most %d", len(entries), v1alpha1.MaxNamespaces))
 	}
 	shares := make([]NamespaceShare, 0, len(entries))
-	seen := map[string]bool{}
+	seen, adopted := map[string]bool{}, map[string]bool{}
 	for i, e := range entries {
 		at := fmt.Sprintf("spec.namespaces[%d]", i)
 		s := NamespaceShare{Name: e.Name}
@@ -372,6 +372,15 @@ func checkNamespaces(entries []v1alpha1.NamespaceEntry, spec Spec) ([]NamespaceS
 			problems = append(problems, fmt.Sprintf("%s.name %q is named twice", at, e.Name))
 		}
 		seen[e.Name] = true
+		if e.Adopt != nil {
+			if problem := adoptable(e.Adopt.Namespace); problem != "" {
+				problems = append(problems, fmt.Sprintf("%s.adopt.namespace %q %s", at, e.Adopt.Namespace, problem))
+			} else if adopted[e.Adopt.Namespace] {
+				problems = append(problems, fmt.Sprintf("%s.adopt.namespace %q is adopted twice", at, e.Adopt.Namespace))
+			}
+			adopted[e.Adopt.Namespace] = true
+			s.Adopt, s.Enforce = e.Adopt.Namespace, e.Adopt.Enforce
+		}
 		if e.Pods < 1 || e.Pods > v1alpha1.MaxPods-1 {
 			problems = append(problems, fmt.Sprintf("%s.pods must be from 1 to %d, got %d", at, v1alpha1.MaxPods-1, e.Pods))
 		} else {
@@ -480,7 +489,7 @@ func checkShareSums(shares []NamespaceShare, spec Spec) []string {
 func checkNamespaceNames(teamspace string, shares []NamespaceShare) []string {
 	var problems []string
 	for i, s := range shares {
-		if n := ExtraNamespaceName(teamspace, s.Name); len(n) > validation.DNS1123LabelMaxLength {
+		if n := ExtraNamespaceName(teamspace, s.Name); s.Adopt == "" && len(n) > validation.DNS1123LabelMaxLength {
 			problems = append(problems, fmt.Sprintf("spec.namespaces[%d].name: namespace %s would be %d characters, at most %d (the TeamSpace's name and the entry's together at most %d)", i, n, len(n), validation.DNS1123LabelMaxLength, v1alpha1.MaxNamespacePartsLength))
 		}
 	}

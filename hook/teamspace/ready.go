@@ -24,6 +24,7 @@ var readyChecks = []readyCheck{
 	namespacesNotReady, // NamespacePending, NamespaceTerminating, NamespaceNotActive
 	ownerRoleTaken,     // ClusterRoleConflict
 	childrenNotAsAsked, // each child type's Pending and OutOfDate, ChildRemoving
+	adoptedNotLabelled, // NamespaceOutOfDate
 	heldForAPerson,     // NamespaceConflict, ArchivePending, NamespaceKept, NamespaceRemoving, OwnerReserved
 }
 
@@ -104,7 +105,11 @@ func creating(p *plan, a *answered) (string, string, bool) {
 	}
 	var parts []string
 	for _, u := range p.answered {
-		parts = append(parts, fmt.Sprintf("namespace %s and in it %s", u.namespace, strings.Join(inside[u], ", ")))
+		what := "namespace %s and in it %s"
+		if u.adopted {
+			what = "in adopted namespace %s %s"
+		}
+		parts = append(parts, fmt.Sprintf(what, u.namespace, strings.Join(inside[u], ", ")))
 	}
 	return v1alpha1.ReasonCreating, fmt.Sprintf("creating %s; if this lasts, the engine's error is in the TeamSpace's events (kubectl describe teamspace %s)",
 		strings.Join(parts, "; "), p.o.name), true
@@ -194,6 +199,14 @@ func childrenNotAsAsked(p *plan, a *answered) (string, string, bool) {
 	return reason, strings.Join(problems, "; "), len(problems) > 0
 }
 
+// adoptedNotLabelled: an adopted namespace whose labels (the TeamSpace
+// label, Pod Security) DecoratorController teamspace-adopted has not set
+// yet.
+func adoptedNotLabelled(p *plan, _ *answered) (string, string, bool) {
+	pending := p.o.labelsPending(p.answered)
+	return v1alpha1.ReasonNamespaceOutOfDate, strings.Join(pending, "; "), len(pending) > 0
+}
+
 // heldForAPerson: what a person must act on, after everything that is
 // being made, in this order; the rest is as asked.
 func heldForAPerson(p *plan, a *answered) (string, string, bool) {
@@ -206,6 +219,11 @@ func heldForAPerson(p *plan, a *answered) (string, string, bool) {
 		held = append(held, what...)
 	}
 	hold(v1alpha1.ReasonNamespaceConflict, p.conflicts...)
+	for _, u := range p.all {
+		if msg := p.waiting[u]; msg != "" {
+			hold(v1alpha1.ReasonAdoptionPlanned, msg)
+		}
+	}
 	hold(v1alpha1.ReasonArchivePending, removingMessages(p.pending, p.blocked)...)
 	hold(v1alpha1.ReasonNamespaceKept, a.kept...)
 	hold(v1alpha1.ReasonNamespaceRemoving, removingMessages(p.removed, nil)...)

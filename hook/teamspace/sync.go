@@ -68,6 +68,11 @@ type plan struct {
 	unasked, removed, pending, kept []*unit
 	records                         []NamespaceRemoval
 	blocked                         error
+	// waiting are the adopted namespaces not adopted yet (adopt.go), why
+	// each waits; released those no entry adopts any more, whose objects
+	// of the TeamSpace's go now.
+	waiting  map[*unit]string
+	released []*unit
 }
 
 // planSync decides a sync: the team namespace held by another, an invalid
@@ -98,16 +103,32 @@ func planSync(o *observation, blocked error) *plan {
 	// The namespaces no entry asks for hold their share while they are
 	// there (reserve); those whose removal is confirmed go once archived,
 	// or wait (pending) with everything in them while the archive is down.
-	p.unasked = unaskedUnits(o, teamNamespaces(o.name, spec))
+	for _, u := range unaskedUnits(o, teamNamespaces(o.name, spec)) {
+		if u.adopted {
+			p.released = append(p.released, u)
+			continue
+		}
+		p.unasked = append(p.unasked, u)
+	}
 	p.all = planUnits(o, spec, p.unasked)
 	p.removed, p.records, p.kept = o.splitUnasked(p.unasked)
 	if blocked != nil {
 		p.pending, p.removed, p.kept, p.records = p.removed, nil, p.unasked, nil
 		p.blocked = blocked
 	}
-	p.conflicted = map[*unit]string{}
+	p.conflicted, p.waiting = map[*unit]string{}, map[*unit]string{}
 	for _, u := range p.all {
-		if msg, conflict := o.namespaceConflict(u); conflict {
+		msg, conflict := o.namespaceConflict(u)
+		if u.adopted {
+			var state adoptionState
+			state, msg = o.adoption(u)
+			conflict = state == adoptionHeld
+			if state == adoptionMissing || state == adoptionPlanned {
+				p.waiting[u] = msg
+				continue
+			}
+		}
+		if conflict {
 			p.conflicts = append(p.conflicts, msg)
 			p.conflicted[u] = msg
 			continue
@@ -135,6 +156,9 @@ func planUnits(o *observation, spec Spec, unasked []*unit) []*unit {
 	templates, known := o.shownTemplates()
 	selected := o.selected(templates)
 	for _, u := range all {
+		if u.adopted {
+			u.types, u.takenNames = o.adoptedTypes(u)
+		}
 		if known {
 			u.copies, u.taken = unitCopies(selected, u)
 		} else {
@@ -177,7 +201,7 @@ func answer(p *plan) *answered {
 		templates, _ := o.shownTemplates()
 		a.copies = invalidTemplates(templates)
 		for _, u := range p.answered {
-			o.answerUnit(a, u, perNamespaceTypes)
+			o.answerUnit(a, u, u.inside())
 			a.copies = append(a.copies, o.answerCopies(a, u)...)
 		}
 		o.answerUnit(a, p.answered[0], onceTypes)
@@ -197,7 +221,7 @@ func (p *plan) respond(a *answered, status metav1.ConditionStatus, reason, msg s
 			resp.ResyncAfterSeconds = ArchiveRetrySeconds
 		}
 		resp.Removals = p.records
-		resp.Status.Namespaces = o.namespaceStatuses(p.all, p.unasked, p.conflicted, p.removed)
+		resp.Status.Namespaces = o.namespaceStatuses(p.all, p.unasked, p.conflicted, p.waiting, p.removed)
 		resp.Status.Templates = a.copies
 		if reason == v1alpha1.ReasonCreating {
 			// The namespace is named once what it holds is there, not
@@ -382,9 +406,14 @@ func readyMessage(answered []*unit) string {
 	var b strings.Builder
 	for i, u := range answered {
 		types := perNamespaceTypes
-		if i == 0 {
+		switch {
+		case i == 0:
 			types = childTypes
-		} else {
+		case u.adopted:
+			b.WriteString("; ")
+			fmt.Fprintf(&b, "namespace %s is adopted (pod security %s %s)", u.namespace, u.spec.PodSecurity, adoptedLevel(u))
+			types = u.types
+		default:
 			b.WriteString("; ")
 		}
 		for _, t := range types {

@@ -7,6 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/labhub/teamspace/hook/api/v1alpha1"
 )
 
 // unit is one namespace of a TeamSpace and the part of the spec it gets:
@@ -33,6 +35,24 @@ type unit struct {
 	// copiesSeen counts the copies the engine shows in the namespace, by
 	// the team-objects key that counts them.
 	copiesSeen map[corev1.ResourceName]int64
+	// adopted: the namespace existed before the TeamSpace and is taken in
+	// (adopt.go): never the TeamSpace's child, and nothing of the team's
+	// in it is changed; enforce raises its Pod Security level from warn
+	// and audit to enforce.
+	adopted, enforce bool
+	// types are the child types an adopted namespace holds (adoptedTypes:
+	// not the namespace, nor a name the team uses there, takenNames), nil
+	// for every other namespace (perNamespaceTypes).
+	types      []*childType
+	takenNames []v1alpha1.KindName
+}
+
+// inside are the child types answered once per namespace for unit u.
+func (u *unit) inside() []*childType {
+	if u.adopted {
+		return u.types
+	}
+	return perNamespaceTypes
 }
 
 // mainUnit is team-<name> for a spec (zero while the spec is invalid).
@@ -45,7 +65,7 @@ func mainUnit(teamspace string, spec Spec) *unit {
 func teamNamespaces(teamspace string, spec Spec) []string {
 	names := []string{NamespaceName(teamspace)}
 	for _, s := range spec.Namespaces {
-		names = append(names, ExtraNamespaceName(teamspace, s.Name))
+		names = append(names, entryNamespace(teamspace, s))
 	}
 	return names
 }
@@ -73,7 +93,7 @@ func units(teamspace string, spec Spec, held []corev1.ResourceList) []*unit {
 	}
 	out := []*unit{main}
 	for _, s := range spec.Namespaces {
-		u := &unit{teamspace: teamspace, namespace: ExtraNamespaceName(teamspace, s.Name), entry: s.Name, spec: spec}
+		u := &unit{teamspace: teamspace, namespace: entryNamespace(teamspace, s), entry: s.Name, spec: spec, adopted: s.Adopt != "", enforce: s.Enforce}
 		u.spec.Pods, u.spec.CPU = s.Pods, s.CPU
 		out = append(out, u)
 	}

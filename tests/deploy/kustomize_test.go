@@ -328,26 +328,29 @@ func TestKustomizeCompositeControllerOnlyURLs(t *testing.T) {
 		t.Errorf("DecoratorController hooks %v: the patch replaces sync's; update decoratorcontroller-urls.yaml", hooks)
 	}
 
-	// The DecoratorController of the templates' bundle: customize and
-	// sync at the Service's /templates, nothing else changed.
-	wantT := find(readManifest(t, "compositecontroller.yaml"), "DecoratorController", "teamspace-templates")
-	gotT := find(kustomize(t, "."), "DecoratorController", "teamspace-templates")
-	if wantT == nil || gotT == nil {
-		t.Fatal("DecoratorController teamspace-templates missing")
-	}
-	for h, path := range map[string]string{"customize": "/templates/customize", "sync": "/templates"} {
-		if u := str(gotT, "spec", "hooks", h, "webhook", "url"); u != "http://teamspace-hook.teamspace-system.svc"+path {
-			t.Errorf("teamspace-templates' %s url %q, want the Service's %s", h, u, path)
+	// The DecoratorControllers of the templates' bundle and of adopted
+	// namespaces: customize and sync at the Service's /templates and
+	// /adopted, nothing else changed.
+	for name, base := range map[string]string{"teamspace-templates": "/templates", "teamspace-adopted": "/adopted"} {
+		want := find(readManifest(t, "compositecontroller.yaml"), "DecoratorController", name)
+		got := find(kustomize(t, "."), "DecoratorController", name)
+		if want == nil || got == nil {
+			t.Fatalf("DecoratorController %s missing", name)
 		}
-		for _, o := range []map[string]any{wantT, gotT} {
-			delete(field(o, "spec", "hooks", h, "webhook").(map[string]any), "url")
+		for h, path := range map[string]string{"customize": base + "/customize", "sync": base} {
+			if u := str(got, "spec", "hooks", h, "webhook", "url"); u != "http://teamspace-hook.teamspace-system.svc"+path {
+				t.Errorf("%s's %s url %q, want the Service's %s", name, h, u, path)
+			}
+			for _, o := range []map[string]any{want, got} {
+				delete(field(o, "spec", "hooks", h, "webhook").(map[string]any), "url")
+			}
 		}
-	}
-	if !reflect.DeepEqual(wantT, gotT) {
-		t.Errorf("rendered teamspace-templates differs from compositecontroller.yaml beyond the URLs:\nwant %s\ngot  %s", jsonText(wantT), jsonText(gotT))
-	}
-	if hooks := slices.Sorted(maps.Keys(field(wantT, "spec", "hooks").(map[string]any))); !slices.Equal(hooks, []string{"customize", "sync"}) {
-		t.Errorf("teamspace-templates hooks %v: the patch replaces customize's and sync's; update templatescontroller-urls.yaml", hooks)
+		if !reflect.DeepEqual(want, got) {
+			t.Errorf("rendered %s differs from compositecontroller.yaml beyond the URLs:\nwant %s\ngot  %s", name, jsonText(want), jsonText(got))
+		}
+		if hooks := slices.Sorted(maps.Keys(field(want, "spec", "hooks").(map[string]any))); !slices.Equal(hooks, []string{"customize", "sync"}) {
+			t.Errorf("%s hooks %v: the patch replaces customize's and sync's; update its -urls.yaml", name, hooks)
+		}
 	}
 }
 

@@ -65,6 +65,11 @@ const (
 const (
 	// TeamSpaceLabel marks children with the TeamSpace they belong to.
 	TeamSpaceLabel = Group + "/teamspace"
+	// AdoptLabel on an existing namespace names the TeamSpace that may
+	// adopt it (spec.namespaces[].adopt): the platform team's confirmation
+	// of the plan the TeamSpace's status shows. Only the platform team may
+	// set, change or remove it (hack/deploy/adopt.yaml).
+	AdoptLabel = Group + "/adopt"
 	// NetworkIsolationLabel ("true") marks a team namespace whose TeamSpace
 	// asks for isolation: hack/deploy/namespaces.yaml then refuses its owners a
 	// NetworkPolicy that admits ingress from outside it (an admission policy
@@ -158,6 +163,9 @@ const (
 	ReasonNamespaceTerminating = "NamespaceTerminating"
 	ReasonNamespaceNotActive   = "NamespaceNotActive"
 	ReasonNamespaceConflict    = "NamespaceConflict"
+	// ReasonAdoptionPlanned: an existing namespace to adopt awaits the
+	// platform team's confirmation (AdoptLabel); nothing is written in it.
+	ReasonAdoptionPlanned = "AdoptionPlanned"
 	// ReasonNamespaceOutOfDate: the namespace's labels (Pod Security)
 	// differ from the spec.
 	ReasonNamespaceOutOfDate = "NamespaceOutOfDate"

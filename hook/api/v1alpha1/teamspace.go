@@ -262,7 +262,45 @@ type NamespaceEntry struct {
 	//
 	// +optional
 	Objects ObjectShares `json:"objects,omitempty"`
+
+	// Takes in an existing namespace as this entry's, in place of
+	// team-<TeamSpace>--<name>: with its share, it gets the team's owners,
+	// quotas, defaults and the platform's copies once the platform team
+	// confirms (label platform.labhub.io/adopt=<TeamSpace> on the
+	// namespace); until then status.namespaces shows the plan and nothing
+	// is written in it. Nothing the team made in it is changed, and
+	// taking the entry off, or deleting the TeamSpace, releases the
+	// namespace in place. Only the platform team may set or change it.
+	//
+	// +optional
+	Adopt *Adoption `json:"adopt,omitempty"`
 }
+
+// Adoption names an existing namespace an entry of spec.namespaces takes in.
+type Adoption struct {
+	// The existing namespace: neither kube-*, default, teamspace-system nor
+	// team-* (those are TeamSpaces' own).
+	//
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="must be a namespace name (a DNS-1123 label)",reason=FieldValueInvalid
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('kube-') && self != 'default' && self != 'teamspace-system'",message="kube-*, default and teamspace-system are the cluster's and the platform's: never adopted",reason=FieldValueInvalid
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('team-')",message="team-* namespaces are TeamSpaces' own: never adopted",reason=FieldValueInvalid
+	Namespace string `json:"namespace"`
+
+	// With true, the TeamSpace's Pod Security level is enforced in the
+	// namespace (label pod-security.kubernetes.io/enforce). Default false:
+	// the level is only warned about and audited, and the enforce label
+	// the namespace had is kept, so that nothing running is refused.
+	//
+	// +optional
+	Enforce bool `json:"enforce,omitempty"`
+}
+
+// KindName is an object in a namespace as its kind and name
+// ("ResourceQuota team-quota").
+type KindName string
 
 // LabelValue is a label's value: at most 63 characters.
 //
@@ -487,6 +525,53 @@ type NamespaceStatus struct {
 	//
 	// +optional
 	Message string `json:"message,omitempty"`
+	// For an adopted namespace (spec.namespaces[].adopt): what adoption
+	// finds there and adds.
+	//
+	// +optional
+	Adoption *AdoptionStatus `json:"adoption,omitempty"`
+}
+
+// AdoptionStatus is what adopting an existing namespace finds in it and
+// what it adds: the plan shown before the platform team confirms, kept
+// up to date after.
+type AdoptionStatus struct {
+	// Confirmed: the namespace carries label platform.labhub.io/adopt
+	// naming this TeamSpace; until then nothing is written in it.
+	Confirmed bool `json:"confirmed"`
+	// How to confirm (or, once confirmed, how to release it).
+	//
+	// +optional
+	Confirm string `json:"confirm,omitempty"`
+	// The share it gets, as its quota will hold it ("pods 5, requests.cpu 2").
+	//
+	// +optional
+	Share string `json:"share,omitempty"`
+	// What it uses now as the quotas already there count it, against the
+	// share ("pods 3/5, requests.cpu 1500m/2"), or why that is unknown.
+	//
+	// +optional
+	Use string `json:"use,omitempty"`
+	// What adoption adds (kind name; the platform's copies too), each
+	// never put over an object of the team's.
+	//
+	// +optional
+	Adds []KindName `json:"adds,omitempty"`
+	// Objects of the names adoption would create that the team already
+	// has: left as they are, and not added.
+	//
+	// +optional
+	Taken []KindName `json:"taken,omitempty"`
+	// The namespace's Pod Security labels as found ("enforce=privileged"
+	// or "none"), and the labels adoption sets.
+	//
+	// +optional
+	PodSecurity string `json:"podSecurity,omitempty"`
+	// The team's own quotas, LimitRanges, RoleBindings and NetworkPolicies
+	// there (kind name): never changed, and kept on release.
+	//
+	// +optional
+	Own []KindName `json:"own,omitempty"`
 }
 
 // TemplateStatus is a template of the platform's not copied into a team
