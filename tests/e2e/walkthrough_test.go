@@ -84,6 +84,7 @@ var steps = []struct {
 	{"5f-requester-allowance", stepRequesterAllowance},
 	{"5g-team-namespaces", stepTeamNamespaces},
 	{"5h-templates", stepTemplates},
+	{"5i-adoption", stepAdoption},
 	{"6-deletion", stepDeletion},
 	{"7-engine-stopped", stepEngineStopped},
 	{"8-report", stepReport},
