@@ -28,11 +28,13 @@ import (
 //     team-isolation only once adopt.enforce says so. A name the team
 //     already uses there is reported (taken) and never answered, so that
 //     the engine never writes over it.
-//   - its labels are DecoratorController teamspace-adopted's
-//     (AdoptedLabels): the TeamSpace label, and Pod Security warn and
-//     audit at the TeamSpace's level; enforce only with adopt.enforce. The
-//     Pod Security labels found are kept in AdoptFoundAnnotation and put
-//     back on release.
+//   - its labels and annotations are DecoratorController
+//     teamspace-adopted's (adoptedMeta): Pod Security warn and audit at
+//     the TeamSpace's level; with adopt.enforce, what team-<name> has
+//     (enforce, isolation, node selector, what the team may use) and the
+//     TeamSpace label, by which the platform's policies hold it. Until
+//     then nothing tightens what runs there. The Pod Security labels found
+//     are kept in AdoptFoundAnnotation and put back on release.
 //   - release: the entry taken off, or the TeamSpace deleted: its objects
 //     are no longer answered (the engine deletes them, not the garbage
 //     collector) and the decorator puts the labels back. Nothing else of
@@ -232,13 +234,11 @@ func (o *observation) adoptionStatus(u *unit, confirmed bool) *v1alpha1.Adoption
 		s.Use = o.foundUse(u, quotas[QuotaName])
 	}
 	found := describePodSecurity(ns.Metadata.Labels, AdoptFoundAnnotation, ns.Metadata.Annotations)
-	sets := fmt.Sprintf("warn=%s, audit=%s", u.spec.PodSecurity, u.spec.PodSecurity)
+	sets := fmt.Sprintf("warn=%s, audit=%s (enforce left as found, the platform's policies not applied until adopt.enforce)", u.spec.PodSecurity, u.spec.PodSecurity)
 	if u.enforce {
-		sets = fmt.Sprintf("enforce=%s, %s", u.spec.PodSecurity, sets)
-	} else {
-		sets += " (enforce left as found until adopt.enforce)"
+		sets = fmt.Sprintf("enforce=%s, warn=%s, audit=%s and label %s=%s (the platform's policies hold there)", u.spec.PodSecurity, u.spec.PodSecurity, u.spec.PodSecurity, v1alpha1.TeamSpaceLabel, u.teamspace)
 	}
-	s.PodSecurity = "found " + found + "; adoption sets " + sets + fmt.Sprintf(" and label %s=%s", v1alpha1.TeamSpaceLabel, u.teamspace)
+	s.PodSecurity = "found " + found + "; adoption sets " + sets
 	for _, k := range adoptedKinds {
 		for _, key := range sortedKeys(o.related[k.key]) {
 			obj := o.related[k.key][key]
@@ -338,35 +338,45 @@ func adoptedLevel(u *unit) string {
 	return "warned and audited, not enforced"
 }
 
-// adoptedLabels are the labels DecoratorController teamspace-adopted
-// answers for an adopted namespace (nil values delete): the TeamSpace
-// label, Pod Security warn and audit at level, enforce at level with
-// enforce, else enforce as found (the labels it had before adoption).
-func adoptedLabels(teamspace, level string, enforce bool, found map[string]string) map[string]*string {
+// adoptedMeta is what DecoratorController teamspace-adopted answers for
+// adopted unit u (nil values delete), found the Pod Security labels the
+// namespace had before: Pod Security warn and audit at the TeamSpace's
+// level, enforce as found; with adopt.enforce, what team-<name> has
+// instead (namespaceType: enforce, isolation, node selector, what the
+// team may use) and the TeamSpace label, by which the platform's policies
+// (hack/deploy/team-use.yaml) hold the namespace as a team's. Every other
+// key the TeamSpace owns on a namespace is removed.
+func adoptedMeta(u *unit, found map[string]string) (labels, annotations map[string]*string) {
+	labels, annotations = releasedMeta(found)
 	str := func(s string) *string { return &s }
-	out := map[string]*string{
-		v1alpha1.TeamSpaceLabel:      str(teamspace),
-		PodSecurityWarnLabel:         str(level),
-		PodSecurityWarnVersionLabel:  str("latest"),
-		PodSecurityAuditLabel:        str(level),
-		PodSecurityAuditVersionLabel: str("latest"),
+	labels[PodSecurityWarnLabel], labels[PodSecurityWarnVersionLabel] = str(u.spec.PodSecurity), str("latest")
+	labels[PodSecurityAuditLabel], labels[PodSecurityAuditVersionLabel] = str(u.spec.PodSecurity), str("latest")
+	if !u.enforce {
+		return labels, annotations
 	}
-	if enforce {
-		out[PodSecurityEnforceLabel], out[PodSecurityEnforceVersionLabel] = str(level), str("latest")
-	} else {
-		out[PodSecurityEnforceLabel], out[PodSecurityEnforceVersionLabel] = foundValue(found, PodSecurityEnforceLabel), foundValue(found, PodSecurityEnforceVersionLabel)
+	ns := namespaceType.build(u, nil)
+	labels[v1alpha1.TeamSpaceLabel] = str(u.teamspace)
+	for k, v := range ns.GetLabels() {
+		labels[k] = str(v)
 	}
-	return out
+	for k, v := range ns.GetAnnotations() {
+		annotations[k] = str(v)
+	}
+	return labels, annotations
 }
 
-// releasedLabels put back the Pod Security labels found and remove the
-// TeamSpace label: a released namespace's labels.
-func releasedLabels(found map[string]string) map[string]*string {
-	out := map[string]*string{v1alpha1.TeamSpaceLabel: nil}
-	for _, k := range podSecurityLabels {
-		out[k] = foundValue(found, k)
+// releasedMeta is a released namespace's: the Pod Security labels found
+// put back, and every other key the TeamSpace owns on a namespace
+// removed, AdoptFoundAnnotation too.
+func releasedMeta(found map[string]string) (labels, annotations map[string]*string) {
+	labels, annotations = map[string]*string{v1alpha1.TeamSpaceLabel: nil}, map[string]*string{AdoptFoundAnnotation: nil}
+	for _, k := range append(slices.Clone(ownedNamespaceLabels), podSecurityLabels...) {
+		labels[k] = foundValue(found, k)
 	}
-	return out
+	for _, k := range ownedNamespaceAnnotations {
+		annotations[k] = nil
+	}
+	return labels, annotations
 }
 
 func foundValue(found map[string]string, key string) *string {
@@ -383,24 +393,25 @@ func podSecurityFound(labels map[string]string) string {
 	return string(b)
 }
 
-// labelsDiffer names the labels of an adopted namespace that are not
-// as want says ("" when all are).
-func labelsDiffer(labels map[string]string, want map[string]*string) string {
+// metaDiffer names the labels or annotations of an adopted namespace
+// (have) that are not as want says ("" when all are).
+func metaDiffer(have map[string]string, want map[string]*string) []string {
 	var out []string
 	for _, k := range slices.Sorted(maps.Keys(want)) {
-		v, has := labels[k]
+		v, has := have[k]
 		switch w := want[k]; {
 		case w == nil && has:
-			out = append(out, k+" "+v+" (to be removed)")
+			out = append(out, k+" removed")
 		case w != nil && (!has || v != *w):
 			out = append(out, k+"="+*w)
 		}
 	}
-	return strings.Join(out, ", ")
+	return out
 }
 
 // labelsPending says, of each adopted namespace answered, which of its
-// labels DecoratorController teamspace-adopted has yet to set.
+// labels and annotations DecoratorController teamspace-adopted has yet
+// to set.
 func (o *observation) labelsPending(answered []*unit) []string {
 	var out []string
 	for _, u := range answered {
@@ -412,10 +423,9 @@ func (o *observation) labelsPending(answered []*unit) []string {
 		if !ok {
 			found = owned(ns.Metadata.Labels, podSecurityLabels)
 		}
-		var missing []string
-		if d := labelsDiffer(ns.Metadata.Labels, adoptedLabels(u.teamspace, u.spec.PodSecurity, u.enforce, found)); d != "" {
-			missing = append(missing, d)
-		}
+		labels, annotations := adoptedMeta(u, found)
+		delete(annotations, AdoptFoundAnnotation)
+		missing := append(metaDiffer(ns.Metadata.Labels, labels), metaDiffer(ns.Metadata.Annotations, annotations)...)
 		if !ok {
 			missing = append(missing, "annotation "+AdoptFoundAnnotation)
 		}
@@ -492,46 +502,45 @@ func Adopted(r *AdoptedRequest) *AdoptedResponse {
 	ns, name := r.Object, r.Object.Metadata.Labels[v1alpha1.AdoptLabel]
 	resp := &AdoptedResponse{Labels: map[string]*string{}, Annotations: map[string]*string{}, Attachments: []map[string]any{}}
 	found, kept := foundLabels(ns.Metadata.Annotations[AdoptFoundAnnotation])
-	share, level, ok := adoptingShare(r.Related[teamSpacesKey][name], ns.Metadata.Name)
+	u, ok := adoptingUnit(r.Related[teamSpacesKey][name], ns.Metadata.Name)
 	if !ok {
 		return resp
 	}
-	if share != nil && heldElsewhere(ns, name) == "" {
+	if u != nil && heldElsewhere(ns, name) == "" {
+		f := ns.Metadata.Annotations[AdoptFoundAnnotation]
 		if !kept {
-			f := podSecurityFound(ns.Metadata.Labels)
-			resp.Annotations[AdoptFoundAnnotation] = &f
+			f = podSecurityFound(ns.Metadata.Labels)
 			found, _ = foundLabels(f)
 		}
-		resp.Labels = adoptedLabels(name, level, share.Enforce, found)
+		resp.Labels, resp.Annotations = adoptedMeta(u, found)
+		resp.Annotations[AdoptFoundAnnotation] = &f
 		return resp
 	}
 	if !kept {
 		return resp // never adopted, or released already
 	}
-	resp.Labels = releasedLabels(found)
+	resp.Labels, resp.Annotations = releasedMeta(found)
 	if ns.Metadata.Labels[v1alpha1.TeamSpaceLabel] != name {
 		delete(resp.Labels, v1alpha1.TeamSpaceLabel) // not ours to remove
 	}
-	resp.Annotations[AdoptFoundAnnotation] = nil
 	return resp
 }
 
-// adoptingShare is the entry of TeamSpace ts (nil: none) that adopts
-// namespace ns and the TeamSpace's Pod Security level; a nil share when
-// none does or ts is gone or being deleted, and ok false when its spec
-// does not parse.
-func adoptingShare(ts *Object, ns string) (share *NamespaceShare, level string, ok bool) {
+// adoptingUnit is the unit of TeamSpace ts (nil: none) that adopts
+// namespace ns; nil when none does or ts is gone or being deleted, and ok
+// false when its spec does not parse.
+func adoptingUnit(ts *Object, ns string) (u *unit, ok bool) {
 	if ts == nil || ts.Metadata.DeletionTimestamp != nil {
-		return nil, "", true
+		return nil, true
 	}
 	spec, err := ParseSpec(ts.Spec)
 	if err != nil {
-		return nil, "", false
+		return nil, false
 	}
-	for i, s := range spec.Namespaces {
-		if s.Adopt == ns {
-			return &spec.Namespaces[i], spec.PodSecurity, true
+	for _, u := range units(ts.Metadata.Name, spec, nil) {
+		if u.adopted && u.namespace == ns {
+			return u, true
 		}
 	}
-	return nil, "", true
+	return nil, true
 }

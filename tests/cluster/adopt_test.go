@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/labhub/teamspace/hook/api/v1alpha1"
+	"github.com/labhub/teamspace/hook/teamspace"
 	"github.com/labhub/teamspace/tests/testenv"
 )
 
@@ -182,14 +183,22 @@ func TestAdoptLabelsPlatformOnly(t *testing.T) {
 	}
 	wantAdoptRefusal(t, "a tenant removing the confirmation", adoptLabelPolicy, label(tenant, ns, adopt+"-"))
 	wantAdoptRefusal(t, "a tenant moving the confirmation", adoptLabelPolicy, label(tenant, ns, adopt+"=theirs"))
-	// Adopted (the engine's label names the same TeamSpace): the
-	// confirmation stays until the namespace is released.
-	if err := label(platform, ns, team+"=mine"); err != nil {
-		t.Fatalf("the platform team setting the TeamSpace label: %v", err)
+	// Adopted (the engine keeps the labels found in an annotation): the
+	// confirmation stays until the namespace is released, and the
+	// annotation is not a tenant's either.
+	annotate := func(who []string, kv string) error {
+		_, err := kubectl(t, "", append(who, "annotate", "--overwrite", "namespace", ns, kv)...)
+		return err
 	}
+	found := teamspace.AdoptFoundAnnotation
+	wantAdoptRefusal(t, "a tenant writing the labels release puts back", adoptLabelPolicy, annotate(tenant, found+`={"pod-security.kubernetes.io/enforce":"privileged"}`), "what release puts back")
+	if err := annotate(platform, found+"={}"); err != nil {
+		t.Fatalf("the annotation of an adopted namespace (as the engine sets it): %v", err)
+	}
+	wantAdoptRefusal(t, "a tenant removing the labels release puts back", adoptLabelPolicy, annotate(tenant, found+"-"))
 	wantAdoptRefusal(t, "removing the confirmation of an adopted namespace", adoptLabelPolicy, label(platform, ns, adopt+"-"), "still adopted by TeamSpace mine", "release it first")
-	if err := label(platform, ns, team+"-"); err != nil {
-		t.Fatalf("the TeamSpace label removed (released): %v", err)
+	if err := annotate(platform, found+"-"); err != nil {
+		t.Fatalf("the annotation removed (released): %v", err)
 	}
 	if err := label(platform, ns, adopt+"-"); err != nil {
 		t.Errorf("removing the confirmation of a released namespace: %v", err)

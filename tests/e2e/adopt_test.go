@@ -126,11 +126,11 @@ func stepAdoption(t *testing.T, w *walk) {
 			t.Errorf("team-isolation in %s before adopt.enforce: %v", legacy, err)
 		}
 		ns, _ := w.namespace(legacy)
-		want := map[string]string{v1alpha1.TeamSpaceLabel: name, "pod-security.kubernetes.io/warn": "baseline", "pod-security.kubernetes.io/audit": "baseline",
+		want := map[string]string{v1alpha1.TeamSpaceLabel: "", "pod-security.kubernetes.io/warn": "baseline", "pod-security.kubernetes.io/audit": "baseline",
 			"pod-security.kubernetes.io/enforce": "privileged"}
 		for k, v := range want {
 			if ns.Labels[k] != v {
-				t.Errorf("%s's label %s=%q, want %q", legacy, k, ns.Labels[k], v)
+				t.Errorf("%s's label %s=%q, want %q (the platform's policies wait for adopt.enforce)", legacy, k, ns.Labels[k], v)
 			}
 		}
 		if len(ns.OwnerReferences) > 0 {
@@ -156,6 +156,29 @@ func stepAdoption(t *testing.T, w *walk) {
 	adopted()
 	if diff := w.changedVersions(t, own, before); diff != "" {
 		t.Errorf("adoption changed the team's own objects: %s", diff)
+	}
+
+	// Nothing tightened before adopt.enforce: the owner's privileged pod
+	// is admitted (dry run); once the platform team raises it, legacy is
+	// held as team-iota is: refused, isolated, labelled.
+	if err := w.privilegedPod(t, "ann", legacy); err != nil {
+		t.Errorf("the owner's privileged pod in %s before adopt.enforce: %v, want admitted (enforce privileged as found)", legacy, err)
+	}
+	enforced := strings.Replace(entry, `"adopt":{`, `"adopt":{"enforce":true,`, 1)
+	w.patchTeamSpace(t, name, `{"spec":{"namespaces":[`+enforced+`]}}`)
+	w.poll(t, name+" Ready with "+legacy+" enforced", func() bool {
+		ns, _ := w.namespace(legacy)
+		return w.observedCurrent(name) && w.ready(name) && ns.Labels[v1alpha1.TeamSpaceLabel] == name &&
+			ns.Labels["pod-security.kubernetes.io/enforce"] == "baseline" && ns.Labels[v1alpha1.NetworkIsolationLabel] == "true"
+	})
+	if _, err := w.kube.NetworkingV1().NetworkPolicies(legacy).Get(w.ctx, "team-isolation", metav1.GetOptions{}); err != nil {
+		t.Errorf("team-isolation in %s with adopt.enforce: %v", legacy, err)
+	}
+	if err := w.privilegedPod(t, "ann", legacy); err == nil || !strings.Contains(err.Error(), "baseline") {
+		t.Errorf("the owner's privileged pod in %s with adopt.enforce: %v, want refused by Pod Security baseline", legacy, err)
+	}
+	if diff := w.changedVersions(t, own, before); diff != "" {
+		t.Errorf("adopt.enforce changed the team's own objects: %s", diff)
 	}
 
 	// Released by taking the entry off (the platform team).
@@ -360,4 +383,21 @@ func mustJSONMap(t *testing.T, s string) map[string]any {
 		t.Fatal(err)
 	}
 	return m
+}
+
+// privilegedPod is a server dry run of a privileged pod created by user
+// in namespace ns.
+func (w *walk) privilegedPod(t *testing.T, user, ns string) error {
+	t.Helper()
+	k, err := kubernetes.NewForConfig(w.as(user))
+	if err != nil {
+		t.Fatal(err)
+	}
+	yes := true
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "privileged"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{
+		Name: "c", Image: "registry.invalid/c:1", SecurityContext: &corev1.SecurityContext{Privileged: &yes},
+		Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m")}},
+	}}}}
+	_, err = k.CoreV1().Pods(ns).Create(w.ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	return err
 }

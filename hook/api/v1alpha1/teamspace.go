@@ -289,10 +289,13 @@ type Adoption struct {
 	// +kubebuilder:validation:XValidation:rule="!self.startsWith('team-')",message="team-* namespaces are TeamSpaces' own: never adopted",reason=FieldValueInvalid
 	Namespace string `json:"namespace"`
 
-	// With true, the TeamSpace's Pod Security level is enforced in the
-	// namespace (label pod-security.kubernetes.io/enforce). Default false:
-	// the level is only warned about and audited, and the enforce label
-	// the namespace had is kept, so that nothing running is refused.
+	// With true, the namespace is held as the team's other namespaces
+	// are: its Pod Security level enforced, its isolation, and the
+	// platform's policies on what a team may use (it gets the TeamSpace
+	// label they select by). Default false: the level is only warned
+	// about and audited, the enforce label it had is kept, and none of
+	// the platform's policies holds there yet, so that nothing running is
+	// refused when it is recreated.
 	//
 	// +optional
 	Enforce bool `json:"enforce,omitempty"`
