@@ -21,10 +21,10 @@ import (
 // would accept: DNS-label names, the quota's namespace set, quantities that
 // parse. Run longer with: go test ./hook/server -run '^$' -fuzz FuzzHooks
 func FuzzHooks(f *testing.F) {
-	paths := []string{"/sync", "/finalize", "/customize", "/quotas", "/templates", "/templates/customize"}
+	paths := []string{"/sync", "/finalize", "/customize", "/quotas", "/templates", "/templates/customize", "/adopted", "/adopted/customize"}
 	seeded := 0
 	// Each case seeds the hook it was written for (which picks the path).
-	for i, hook := range []string{"sync", "finalize", "customize", "quotas", "templates", "templates-customize"} {
+	for i, hook := range []string{"sync", "finalize", "customize", "quotas", "templates", "templates-customize", "adopted", "adopted-customize"} {
 		for _, dir := range golden.Cases(f, testdata, hook) {
 			f.Add(uint8(i), golden.Request(f, testdata, dir))
 			seeded++
@@ -52,7 +52,27 @@ func FuzzHooks(f *testing.F) {
 			t.Fatalf("%s answered %d: %s", path, rec.Code, rec.Body.Bytes())
 		}
 		switch path {
-		case "/customize", "/templates/customize":
+		case "/customize", "/templates/customize", "/adopted/customize":
+			return
+		case "/adopted":
+			// Labels the engine writes on a namespace: each a label the
+			// API server accepts, or null (removed).
+			var resp struct {
+				Labels map[string]*string `json:"labels"`
+			}
+			if err := json.Unmarshal(rec.Body.Bytes(), &resp); err != nil {
+				t.Fatal(err)
+			}
+			for k, v := range resp.Labels {
+				if errs := validation.IsQualifiedName(k); len(errs) > 0 {
+					t.Fatalf("label key %q: %v", k, errs)
+				}
+				if v != nil {
+					if errs := validation.IsValidLabelValue(*v); len(errs) > 0 {
+						t.Fatalf("label %s=%q: %v", k, *v, errs)
+					}
+				}
+			}
 			return
 		case "/quotas", "/templates":
 			// The DecoratorController's answer: its attachments are
