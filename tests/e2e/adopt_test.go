@@ -207,6 +207,44 @@ func stepAdoption(t *testing.T, w *walk) {
 		t.Errorf("archive record of %s (%s): %v, want released [%s]", name, where, rec, legacy)
 	}
 	w.evidence(t, "adoption-record", rec)
+
+	// The engine gone: iota made again (legacy is still labelled for it,
+	// so it is adopted at once), the engine stopped, the TeamSpace removed
+	// without its finalizer (as a CRD reinstall without the engine would).
+	// The garbage collector deletes iota's objects in legacy (they are its
+	// children); legacy and everything of the team's stay: nothing of it
+	// ever depended on the engine. Started again, the engine puts the
+	// labels back.
+	obj.SetResourceVersion("")
+	if _, err := w.dyn.Resource(teamSpaces).Create(w.ctx, obj, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating TeamSpace %s again: %v", name, err)
+	}
+	w.poll(t, name+" Ready with "+legacy+" adopted again", func() bool { return w.observedCurrent(name) && w.ready(name) })
+	w.engine(t, "stop")
+	restarted := false
+	t.Cleanup(func() {
+		if !restarted {
+			w.engine(t, "start")
+		}
+	})
+	w.removeFinalizer(t, name, engineFinalizer)
+	if err := w.dyn.Resource(teamSpaces).Delete(w.ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+	w.poll(t, name+"'s objects in "+legacy+" collected without the engine", func() bool {
+		_, quota := w.quota(legacy)
+		_, err := w.kube.CoreV1().LimitRanges(legacy).Get(w.ctx, "team-defaults", metav1.GetOptions{})
+		return w.gone(name) && !quota && apierrors.IsNotFound(err)
+	})
+	if _, ok := w.namespace(legacy); !ok {
+		t.Fatalf("namespace %s is gone with TeamSpace %s (engine stopped)", legacy, name)
+	}
+	if diff := w.changedVersions(t, own, before); diff != "" {
+		t.Errorf("the TeamSpace gone without the engine changed the team's own objects: %s", diff)
+	}
+	w.engine(t, "start")
+	restarted = true
+	released("TeamSpace gone while the engine was stopped")
 }
 
 // teamObject is one object of the team's in an adopted namespace.
