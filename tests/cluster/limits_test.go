@@ -522,6 +522,25 @@ func engineStandIn(t *testing.T, name string) {
 		if out, err := kubectl(t, "", "-n", limitsNamespace, "get", "configmap", limitsConfigMap, "-o", "json"); err == nil {
 			related["ConfigMap.v1"] = map[string]json.RawMessage{limitsNamespace + "/" + limitsConfigMap: json.RawMessage(out)}
 		}
+		// The namespaces it adopts, as customize asks for them by name
+		// (here: by the label that confirms them).
+		var adoptable struct {
+			Items []json.RawMessage `json:"items"`
+		}
+		if out, err := kubectl(t, "", "get", "namespace", "-l", v1alpha1.AdoptLabel+"="+name, "-o", "json"); err == nil && json.Unmarshal([]byte(out), &adoptable) == nil {
+			adopted := map[string]json.RawMessage{}
+			for _, item := range adoptable.Items {
+				var meta struct {
+					Metadata struct{ Name string } `json:"metadata"`
+				}
+				if json.Unmarshal(item, &meta) == nil {
+					adopted[meta.Metadata.Name] = item
+				}
+			}
+			if len(adopted) > 0 {
+				related["Namespace.v1"] = adopted
+			}
+		}
 		body, _ := json.Marshal(map[string]any{"parent": json.RawMessage(parent), "children": children, "related": related})
 		var r teamspace.Request
 		if err := json.Unmarshal(body, &r); err != nil {
@@ -532,6 +551,7 @@ func engineStandIn(t *testing.T, name string) {
 		}
 		applyAsEngine(t, teamspace.Sync(&r).Children)
 		quotasStandIn(t, name)
+		adoptedStandIn(t, name, r.Parent)
 	}
 	namespaces := strings.Fields(mustKubectl(t, "", "get", "namespace", "-l", v1alpha1.TeamSpaceLabel+"="+name, "-o", "jsonpath={.items[*].metadata.name}"))
 	for _, n := range append([]string{ns}, namespaces...) {
@@ -540,6 +560,33 @@ func engineStandIn(t *testing.T, name string) {
 			return err == nil
 		}) {
 			t.Fatalf("no ServiceAccount default in %s after 60s", n)
+		}
+	}
+}
+
+// adoptedStandIn is the adopted namespaces' DecoratorController of
+// engineStandIn: for each namespace labelled to be adopted by TeamSpace
+// name, the labels and annotations teamspace.Adopted answers, written as
+// the engine.
+func adoptedStandIn(t *testing.T, name string, parent *teamspace.Parent) {
+	t.Helper()
+	var list struct {
+		Items []*teamspace.Object `json:"items"`
+	}
+	out, err := kubectl(t, "", "get", "namespace", "-l", v1alpha1.AdoptLabel+"="+name, "-o", "json")
+	if err != nil || json.Unmarshal([]byte(out), &list) != nil {
+		return
+	}
+	ts := &teamspace.Object{APIVersion: parent.APIVersion, Kind: parent.Kind, Metadata: parent.Metadata, Spec: parent.Spec}
+	for _, ns := range list.Items {
+		req := &teamspace.AdoptedRequest{Object: ns, Related: map[string]teamspace.ObjectMap{v1alpha1.Kind + "." + v1alpha1.APIVersion: {name: ts}}}
+		if err := req.Validate(); err != nil {
+			t.Fatalf("the hook refuses namespace %s: %v", ns.Metadata.Name, err)
+		}
+		resp := teamspace.Adopted(req)
+		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": resp.Labels, "annotations": resp.Annotations}})
+		if _, err := kubectl(t, "", "--as="+engineIdentity, "patch", "namespace", ns.Metadata.Name, "--type=merge", "-p", string(patch)); err != nil {
+			t.Fatalf("writing the labels of adopted namespace %s as the engine: %v", ns.Metadata.Name, err)
 		}
 	}
 }

@@ -112,8 +112,9 @@ type mtbTenant struct {
 // newMTBTenant makes tenant A (the policies installed) and checks the
 // control: tenant A may run a restricted pod at all. With entry, tenant A's
 // TeamSpace has one more namespace, spec.namespaces' entry, and nsA is
-// that one (issue #52): every check holds there as in team-<name>.
-func newMTBTenant(t *testing.T, entry string) mtbTenant {
+// that one (issue #52): every check holds there as in team-<name>. With
+// adopt, nsA is an existing namespace the TeamSpace adopted, enforced.
+func newMTBTenant(t *testing.T, entry string, adopt bool) mtbTenant {
 	t.Helper()
 	installOwnerAccess(t)
 	installLimits(t)
@@ -129,6 +130,20 @@ func newMTBTenant(t *testing.T, entry string) mtbTenant {
 	m.nsA = teamspace.NamespaceName(m.a)
 	if entry != "" {
 		m.nsA = teamspace.ExtraNamespaceName(m.a, entry)
+	}
+	if adopt {
+		// An existing namespace adopted and enforced (issue #66): made
+		// beforehand, privileged as a team's namespace may have been,
+		// then taken in by the platform team.
+		installAdopt(t)
+		m.nsA = "mtb-legacy-" + s
+		mustKubectl(t, "", "create", "namespace", m.nsA)
+		deleteOnCleanup(t, "namespace", m.nsA)
+		mustKubectl(t, "", "label", "namespace", m.nsA, "pod-security.kubernetes.io/enforce=privileged", v1alpha1.AdoptLabel+"="+m.a)
+		entries, _ := json.Marshal(map[string]any{"spec": map[string]any{"namespaces": []any{map[string]any{
+			"name": "legacy", "pods": 1, "cpu": "100m", "adopt": map[string]any{"namespace": m.nsA, "enforce": true}}}}})
+		mustKubectl(t, "", "patch", "teamspace", m.a, "--type=merge", "-p", string(entries))
+		engineStandIn(t, m.a)
 	}
 	m.createPod = func(manifest string) error { return dryRunCreate(t, as(m.ownerA), m.nsA, manifest) }
 	if !eventually(10*time.Second, 200*time.Millisecond, func() bool { return m.createPod(restrictedPod("control", nil)) == nil }) {
@@ -149,16 +164,28 @@ func (m mtbTenant) refusedPod(t *testing.T, what string, change func(pod, contai
 
 func TestMultiTenancyBenchmarks(t *testing.T) {
 	parallel(t)
-	multiTenancyBenchmarks(t, newMTBTenant(t, ""))
+	multiTenancyBenchmarks(t, newMTBTenant(t, "", false))
 }
 
 // TestMultiTenancyBenchmarksExtraNamespace: the same checks with tenant A
 // in an extra namespace of its TeamSpace (spec.namespaces, issue #52).
 func TestMultiTenancyBenchmarksExtraNamespace(t *testing.T) {
 	parallel(t)
-	m := newMTBTenant(t, "dev")
+	m := newMTBTenant(t, "dev", false)
 	if !strings.HasSuffix(m.nsA, "--dev") {
 		t.Fatalf("tenant A's namespace is %s, want its entry dev's", m.nsA)
+	}
+	multiTenancyBenchmarks(t, m)
+}
+
+// TestMultiTenancyBenchmarksAdopted: the same checks with tenant A in an
+// existing namespace its TeamSpace adopted, once adopt.enforce holds it
+// as the team's own (issue #66).
+func TestMultiTenancyBenchmarksAdopted(t *testing.T) {
+	parallel(t)
+	m := newMTBTenant(t, "", true)
+	if !strings.HasPrefix(m.nsA, "mtb-legacy-") {
+		t.Fatalf("tenant A's namespace is %s, want the adopted one", m.nsA)
 	}
 	multiTenancyBenchmarks(t, m)
 }
@@ -307,7 +334,7 @@ func multiTenancyBenchmarks(t *testing.T, m mtbTenant) {
 // choices, with the option on and off (they change the limits ConfigMap).
 func TestMultiTenancyBenchmarksOptions(t *testing.T) {
 	alone(t, changesLimits)
-	m := newMTBTenant(t, "")
+	m := newMTBTenant(t, "", false)
 	s, nsA, requester, restricted, createPod, refusedPod := m.s, m.nsA, m.requester, m.restricted, m.createPod, m.refusedPod
 	t.Run("MTB-PL1-CC-DI-1 require always pull image", func(t *testing.T) {
 		never := func(_, c map[string]any) { c["imagePullPolicy"] = "Never" }
