@@ -93,7 +93,8 @@ func TestPlatformManifestsRelease(t *testing.T) {
 // TestInstallPathsAgree: the three ways TeamSpace reaches a cluster apply
 // the same platform. The in-cluster install (kubectl apply -k of the
 // repository) renders crd.yaml, the CompositeController and the
-// DecoratorControllers of the quotas and the templates' bundle, the hook's own
+// DecoratorControllers of the quotas, the templates' bundle and adopted
+// namespaces, the hook's own
 // objects (kustomize/base) and exactly what platform_manifests gives
 // install.sh and hack/up.sh; and those scripts, with uninstall.sh, name no
 // file of the platform on their own (each is listed once, in
@@ -106,7 +107,7 @@ func TestInstallPathsAgree(t *testing.T) {
 	hookOnly := kustomize(t, "hack/deploy/kustomize/base")
 	want := append(append(readManifest(t, "crd.yaml"), platform...),
 		find(inCluster, "CompositeController", "teamspace"), find(inCluster, "DecoratorController", "teamspace-quotas"),
-		find(inCluster, "DecoratorController", "teamspace-templates"))
+		find(inCluster, "DecoratorController", "teamspace-templates"), find(inCluster, "DecoratorController", "teamspace-adopted"))
 	want = append(want, hookOnly...)
 	key := func(o map[string]any) string { return str(o, "kind") + " " + str(o, "metadata", "name") }
 	if len(inCluster) != len(want) {
