@@ -178,6 +178,29 @@ func checkChildren(t *testing.T, children []map[string]any) {
 		}
 	})
 
+	// A namespace the children are in that none of them is: one the
+	// TeamSpace adopted (spec.namespaces[].adopt), which exists before
+	// them; made here under a name of this test's own, the children
+	// moved into it.
+	namespaces := map[string]bool{}
+	for _, child := range children {
+		if str(child["kind"]) == "Namespace" {
+			namespaces[str(field(child, "metadata", "name"))] = true
+		}
+	}
+	adopted := map[string]string{}
+	for _, child := range children {
+		ns := str(field(child, "metadata", "namespace"))
+		if ns == "" || namespaces[ns] {
+			continue
+		}
+		if adopted[ns] == "" {
+			adopted[ns] = ns + "-" + suffix(t, 6)
+			mustKubectl(t, "", "create", "namespace", adopted[ns])
+			deleteOnCleanup(t, "namespace", adopted[ns])
+		}
+		child["metadata"].(map[string]any)["namespace"] = adopted[ns]
+	}
 	for _, child := range children {
 		kind, name := str(child["kind"]), str(field(child, "metadata", "name"))
 		ns := str(field(child, "metadata", "namespace"))

@@ -159,10 +159,25 @@ func stepReconcile(t *testing.T, w *walk) {
 		q, _ := w.quota("team-alpha")
 		return map[string]string{"teamspace": w.mustTeamSpace(t, "alpha").GetResourceVersion(), "namespace": ns.ResourceVersion, "quota": q.ResourceVersion}
 	}
-	before, callsBefore := rvs(), w.hookCalls(t)
+	before, byHookBefore := rvs(), w.hookCallsByHook(t)
 	t.Logf("converged in %s; watching resourceVersions and hook calls for %s", converged.Round(time.Millisecond), w.rest)
 	time.Sleep(w.rest)
-	after, calls := rvs(), w.hookCalls(t)-callsBefore
+	after, byHook := rvs(), w.hookCallsByHook(t)
+	// The TeamSpaces' own hooks (sync, customize, finalize): the
+	// DecoratorControllers' follow what others write on their own
+	// schedule (the quota controller recounting a quota's status), which
+	// a loaded machine delays into this window; they are logged.
+	var calls float64
+	for series, n := range byHook {
+		if d := n - byHookBefore[series]; d != 0 {
+			t.Logf("at rest: %v calls %s", d, series)
+			for _, h := range []string{`hook="sync"`, `hook="customize"`, `hook="finalize"`} {
+				if strings.Contains(series, h) {
+					calls += d
+				}
+			}
+		}
+	}
 	changed := fmt.Sprint(before) != fmt.Sprint(after)
 	if changed {
 		t.Errorf("resourceVersions changed at steady state: %v → %v", before, after)

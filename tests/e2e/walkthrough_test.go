@@ -247,6 +247,15 @@ func exists(path string) bool { _, err := os.Stat(path); return err == nil }
 // hookCalls is how many requests the hook has answered, over all its hooks
 // (teamspace_hook_requests_total on its /metrics).
 func (w *walk) hookCalls(t *testing.T) float64 {
+	var sum float64
+	for _, n := range w.hookCallsByHook(t) {
+		sum += n
+	}
+	return sum
+}
+
+// hookCallsByHook is hookCalls by series (hook and code).
+func (w *walk) hookCallsByHook(t *testing.T) map[string]float64 {
 	t.Helper()
 	resp, err := http.Get(w.env["TEAMSPACE_HOOK_URL"] + "/metrics")
 	if err != nil {
@@ -257,7 +266,7 @@ func (w *walk) hookCalls(t *testing.T) float64 {
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("the hook's metrics: %s, %v", resp.Status, err)
 	}
-	var sum float64
+	out := map[string]float64{}
 	for _, line := range strings.Split(string(body), "\n") {
 		series, value, ok := strings.Cut(line, " ")
 		if !ok || !strings.HasPrefix(series, "teamspace_hook_requests_total{") {
@@ -267,9 +276,9 @@ func (w *walk) hookCalls(t *testing.T) float64 {
 		if err != nil {
 			t.Fatalf("the hook's metrics: %q: %v", line, err)
 		}
-		sum += n
+		out[strings.TrimPrefix(series, "teamspace_hook_requests_total")] = n
 	}
-	return sum
+	return out
 }
 
 // controller is the setup's CompositeController: compositecontroller.yaml
