@@ -244,17 +244,8 @@ func script(ctx context.Context, repo, logPath string, env []string, name string
 
 func exists(path string) bool { _, err := os.Stat(path); return err == nil }
 
-// hookCalls is how many requests the hook has answered, over all its hooks
-// (teamspace_hook_requests_total on its /metrics).
-func (w *walk) hookCalls(t *testing.T) float64 {
-	var sum float64
-	for _, n := range w.hookCallsByHook(t) {
-		sum += n
-	}
-	return sum
-}
-
-// hookCallsByHook is hookCalls by series (hook and code).
+// hookCallsByHook is how many requests the hook has answered, by series
+// (hook and code) of teamspace_hook_requests_total on its /metrics.
 func (w *walk) hookCallsByHook(t *testing.T) map[string]float64 {
 	t.Helper()
 	resp, err := http.Get(w.env["TEAMSPACE_HOOK_URL"] + "/metrics")
