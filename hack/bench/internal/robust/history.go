@@ -1,0 +1,98 @@
+// Package robust is what a fault run of the fleet (issue #67) checks: a
+// history of what was observed while everything moved and failed, and the
+// invariants that must hold of it, each a function of the history alone,
+// each failure naming the objects involved. In the manner of etcd's
+// robustness tests: the run records, the model judges afterwards, and a
+// failing run replays from its seed.
+//
+// The recorder (watches of TeamSpaces, namespaces and quotas, the
+// archive's listing) appends events in the order it sees them; times are
+// the API server's (creation and deletion timestamps) or the archive's
+// (a record's write time) where the object carries one, else the
+// recorder's clock, all on one machine.
+package robust
+
+import (
+	"slices"
+	"time"
+)
+
+// Kind is what an event says happened.
+type Kind string
+
+const (
+	// TeamSpaceDeleting: the TeamSpace's deletion was asked for (its
+	// deletionTimestamp, At).
+	TeamSpaceDeleting Kind = "TeamSpaceDeleting"
+	// TeamSpaceGone: the TeamSpace is gone from the API.
+	TeamSpaceGone Kind = "TeamSpaceGone"
+	// RemovalConfirmed: the TeamSpace's annotation confirms the removal of
+	// entry Entry (platform.labhub.io/remove-namespaces), first seen At.
+	RemovalConfirmed Kind = "RemovalConfirmed"
+	// NamespaceSeen: a namespace of a TeamSpace (Owner: its controller's
+	// uid, "" for an adopted one), with its entry and whether it is one
+	// the TeamSpace adopted.
+	NamespaceSeen Kind = "NamespaceSeen"
+	// NamespaceDeleting: a namespace's deletion began (its
+	// deletionTimestamp, At).
+	NamespaceDeleting Kind = "NamespaceDeleting"
+	// RecordStored: the archive holds a record (UID: the TeamSpace's, or
+	// a removed namespace's), written At, under Key.
+	RecordStored Kind = "RecordStored"
+	// QuotaSample: whether Namespace had its quota (team-quota) At.
+	QuotaSample Kind = "QuotaSample"
+	// TeamQuotas: what the quotas of TeamSpace UID's namespaces hold
+	// together (Sum) against its totals (Totals), read At, by resource
+	// (pods, requests.cpu in millicores, ...).
+	TeamQuotas Kind = "TeamQuotas"
+)
+
+// Event is one thing observed.
+type Event struct {
+	At   time.Time `json:"at"`
+	Kind Kind      `json:"kind"`
+	// TeamSpace and UID name the TeamSpace (for RecordStored, UID is the
+	// record's: a TeamSpace's or a removed namespace's).
+	TeamSpace string `json:"teamspace,omitempty"`
+	UID       string `json:"uid,omitempty"`
+	// Namespace, its uid and controller (Owner, a TeamSpace uid), the
+	// entry of spec.namespaces it is, and whether it was adopted.
+	Namespace    string `json:"namespace,omitempty"`
+	NamespaceUID string `json:"namespaceUID,omitempty"`
+	Owner        string `json:"owner,omitempty"`
+	Entry        string `json:"entry,omitempty"`
+	Adopted      bool   `json:"adopted,omitempty"`
+	// Key is a record's name in the archive; Present a quota sample's
+	// answer.
+	Key     string `json:"key,omitempty"`
+	Present bool   `json:"present,omitempty"`
+	// Totals and Sum are a TeamQuotas sample's.
+	Totals map[string]int64 `json:"totals,omitempty"`
+	Sum    map[string]int64 `json:"sum,omitempty"`
+}
+
+// History is a run's events.
+type History struct {
+	Events []Event `json:"events"`
+}
+
+// Add appends an event.
+func (h *History) Add(e Event) { h.Events = append(h.Events, e) }
+
+// sorted is the events in time order, ties in the order they were added.
+func (h *History) sorted() []Event {
+	out := slices.Clone(h.Events)
+	slices.SortStableFunc(out, func(a, b Event) int { return a.At.Compare(b.At) })
+	return out
+}
+
+// first is the time of the first event of kind that match says is the
+// one, and whether there is one.
+func (h *History) first(kind Kind, match func(Event) bool) (time.Time, bool) {
+	for _, e := range h.sorted() {
+		if e.Kind == kind && match(e) {
+			return e.At, true
+		}
+	}
+	return time.Time{}, false
+}

@@ -1,0 +1,208 @@
+package robust
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+)
+
+// Violation is one broken invariant, with the objects involved.
+type Violation struct {
+	Invariant string   `json:"invariant"`
+	Message   string   `json:"message"`
+	Objects   []string `json:"objects"`
+}
+
+func (v Violation) String() string {
+	return fmt.Sprintf("%s: %s %v", v.Invariant, v.Message, v.Objects)
+}
+
+// Bounds are the limits a run holds the history to.
+type Bounds struct {
+	// QuotaGap is the longest a namespace of a live TeamSpace may be seen
+	// without its quota.
+	QuotaGap time.Duration
+}
+
+// Invariant is one named rule of the history.
+type Invariant struct {
+	Name  string
+	Check func(h *History, b Bounds) []Violation
+}
+
+// Invariants are every rule a run is held to, in the order they are
+// reported.
+var Invariants = []Invariant{
+	{"one-record-per-deleted-teamspace", oneRecordPerDeletedTeamSpace},
+	{"record-before-namespaces", recordBeforeNamespaces},
+	{"no-namespace-of-a-live-teamspace-deleted", liveNamespacesKept},
+	{"adopted-never-deleted", adoptedNeverDeleted},
+	{"quota-gap-bounded", quotaGapBounded},
+	{"quotas-within-totals", quotasWithinTotals},
+}
+
+// Check runs every invariant over h.
+func Check(h *History, b Bounds) []Violation {
+	var out []Violation
+	for _, inv := range Invariants {
+		out = append(out, inv.Check(h, b)...)
+	}
+	return out
+}
+
+// oneRecordPerDeletedTeamSpace: every TeamSpace gone has exactly one
+// archive record, by uid (the same record stored again is one).
+func oneRecordPerDeletedTeamSpace(h *History, _ Bounds) []Violation {
+	keys := map[string]map[string]bool{}
+	for _, e := range h.Events {
+		if e.Kind == RecordStored {
+			if keys[e.UID] == nil {
+				keys[e.UID] = map[string]bool{}
+			}
+			keys[e.UID][e.Key] = true
+		}
+	}
+	var out []Violation
+	for _, e := range h.sorted() {
+		if e.Kind != TeamSpaceGone {
+			continue
+		}
+		if n := len(keys[e.UID]); n != 1 {
+			out = append(out, Violation{"one-record-per-deleted-teamspace",
+				fmt.Sprintf("TeamSpace %s (uid %s) is gone with %d archive records", e.TeamSpace, e.UID, n),
+				append([]string{"TeamSpace " + e.TeamSpace + " " + e.UID}, slices.Sorted(maps.Keys(keys[e.UID]))...)})
+		}
+	}
+	return out
+}
+
+// recordBeforeNamespaces: a namespace of a TeamSpace being deleted began
+// to go only after the TeamSpace's record was stored; one removed from a
+// live TeamSpace only after its own record was.
+func recordBeforeNamespaces(h *History, _ Bounds) []Violation {
+	var out []Violation
+	for _, e := range h.sorted() {
+		if e.Kind != NamespaceDeleting || e.Owner == "" {
+			continue
+		}
+		uid, whose := e.Owner, "its TeamSpace's"
+		if _, deleting := h.first(TeamSpaceDeleting, func(d Event) bool { return d.UID == e.Owner && !d.At.After(e.At) }); !deleting {
+			uid, whose = e.NamespaceUID, "its own removal"
+		}
+		stored, ok := h.first(RecordStored, func(r Event) bool { return r.UID == uid })
+		if !ok || stored.After(e.At) {
+			when := "never"
+			if ok {
+				when = stored.Format(time.RFC3339Nano)
+			}
+			out = append(out, Violation{"record-before-namespaces",
+				fmt.Sprintf("namespace %s began to go at %s, %s record was stored %s", e.Namespace, e.At.Format(time.RFC3339Nano), whose, when),
+				[]string{"Namespace " + e.Namespace + " " + e.NamespaceUID, "record of uid " + uid}})
+		}
+	}
+	return out
+}
+
+// liveNamespacesKept: no namespace of a TeamSpace began to go while the
+// TeamSpace lived, unless its entry's removal was confirmed before.
+func liveNamespacesKept(h *History, _ Bounds) []Violation {
+	var out []Violation
+	for _, e := range h.sorted() {
+		if e.Kind != NamespaceDeleting || e.Owner == "" {
+			continue
+		}
+		if _, deleting := h.first(TeamSpaceDeleting, func(d Event) bool { return d.UID == e.Owner && !d.At.After(e.At) }); deleting {
+			continue
+		}
+		confirmed := e.Entry != ""
+		if confirmed {
+			_, confirmed = h.first(RemovalConfirmed, func(c Event) bool { return c.UID == e.Owner && c.Entry == e.Entry && !c.At.After(e.At) })
+		}
+		if !confirmed {
+			out = append(out, Violation{"no-namespace-of-a-live-teamspace-deleted",
+				fmt.Sprintf("namespace %s (entry %q) began to go at %s while TeamSpace uid %s lived, its removal not confirmed", e.Namespace, e.Entry, e.At.Format(time.RFC3339Nano), e.Owner),
+				[]string{"Namespace " + e.Namespace + " " + e.NamespaceUID, "TeamSpace uid " + e.Owner}})
+		}
+	}
+	return out
+}
+
+// adoptedNeverDeleted: no namespace a TeamSpace adopted ever began to go.
+func adoptedNeverDeleted(h *History, _ Bounds) []Violation {
+	adopted := map[string]bool{}
+	for _, e := range h.Events {
+		if e.Kind == NamespaceSeen && e.Adopted {
+			adopted[e.NamespaceUID] = true
+		}
+	}
+	var out []Violation
+	for _, e := range h.sorted() {
+		if e.Kind == NamespaceDeleting && adopted[e.NamespaceUID] {
+			out = append(out, Violation{"adopted-never-deleted",
+				fmt.Sprintf("adopted namespace %s began to go at %s", e.Namespace, e.At.Format(time.RFC3339Nano)),
+				[]string{"Namespace " + e.Namespace + " " + e.NamespaceUID}})
+		}
+	}
+	return out
+}
+
+// QuotaGaps is the longest each namespace was seen without its quota
+// between two samples that had it (or the end of the samples), by
+// namespace: a gap that a sample with it ends, or the samples' end.
+func QuotaGaps(h *History) map[string]time.Duration {
+	gaps, since := map[string]time.Duration{}, map[string]time.Time{}
+	var last time.Time
+	for _, e := range h.sorted() {
+		if e.Kind != QuotaSample {
+			continue
+		}
+		last = e.At
+		start, missing := since[e.Namespace]
+		switch {
+		case !e.Present && !missing:
+			since[e.Namespace] = e.At
+		case e.Present && missing:
+			gaps[e.Namespace] = max(gaps[e.Namespace], e.At.Sub(start))
+			delete(since, e.Namespace)
+		}
+	}
+	for ns, start := range since {
+		gaps[ns] = max(gaps[ns], last.Sub(start))
+	}
+	return gaps
+}
+
+// quotaGapBounded: no namespace was without its quota longer than the
+// bound (QuotaGaps).
+func quotaGapBounded(h *History, b Bounds) []Violation {
+	gaps := QuotaGaps(h)
+	var out []Violation
+	for _, ns := range slices.Sorted(maps.Keys(gaps)) {
+		if gaps[ns] > b.QuotaGap {
+			out = append(out, Violation{"quota-gap-bounded",
+				fmt.Sprintf("namespace %s was without team-quota for %s, more than %s", ns, gaps[ns], b.QuotaGap),
+				[]string{"Namespace " + ns}})
+		}
+	}
+	return out
+}
+
+// quotasWithinTotals: a team's quotas never held more together than its
+// totals, in any sample.
+func quotasWithinTotals(h *History, _ Bounds) []Violation {
+	var out []Violation
+	for _, e := range h.sorted() {
+		if e.Kind != TeamQuotas {
+			continue
+		}
+		for _, k := range slices.Sorted(maps.Keys(e.Sum)) {
+			if total, ok := e.Totals[k]; ok && e.Sum[k] > total {
+				out = append(out, Violation{"quotas-within-totals",
+					fmt.Sprintf("TeamSpace %s's quotas held %s %d together at %s, its total is %d", e.TeamSpace, k, e.Sum[k], e.At.Format(time.RFC3339Nano), total),
+					[]string{"TeamSpace " + e.TeamSpace + " " + e.UID}})
+			}
+		}
+	}
+	return out
+}

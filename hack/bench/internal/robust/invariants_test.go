@@ -1,0 +1,128 @@
+package robust
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+var t0 = time.Date(2026, 12, 7, 6, 0, 0, 0, time.UTC)
+
+func at(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+
+// good is a history every invariant holds for: TeamSpace a deleted (record
+// first, then its namespaces), TeamSpace b alive with an entry removed
+// after confirmation (its record first) and an adopted namespace released,
+// quotas sampled throughout with a 2 s gap.
+func good() *History {
+	h := &History{}
+	for _, e := range []Event{
+		{At: at(0), Kind: NamespaceSeen, TeamSpace: "a", UID: "ua", Namespace: "team-a", NamespaceUID: "na", Owner: "ua"},
+		{At: at(0), Kind: NamespaceSeen, TeamSpace: "b", UID: "ub", Namespace: "team-b", NamespaceUID: "nb", Owner: "ub"},
+		{At: at(0), Kind: NamespaceSeen, TeamSpace: "b", UID: "ub", Namespace: "team-b--dev", NamespaceUID: "nbd", Owner: "ub", Entry: "dev"},
+		{At: at(0), Kind: NamespaceSeen, TeamSpace: "b", UID: "ub", Namespace: "legacy", NamespaceUID: "nl", Entry: "legacy", Adopted: true},
+		{At: at(1), Kind: QuotaSample, Namespace: "team-b", Present: true},
+		{At: at(2), Kind: QuotaSample, Namespace: "team-b", Present: false},
+		{At: at(4), Kind: QuotaSample, Namespace: "team-b", Present: true},
+		{At: at(5), Kind: TeamSpaceDeleting, TeamSpace: "a", UID: "ua"},
+		{At: at(6), Kind: RecordStored, UID: "ua", Key: "a.json"},
+		{At: at(6), Kind: RecordStored, UID: "ua", Key: "a.json"}, // stored again: one record
+		{At: at(7), Kind: NamespaceDeleting, Namespace: "team-a", NamespaceUID: "na", Owner: "ua"},
+		{At: at(9), Kind: TeamSpaceGone, TeamSpace: "a", UID: "ua"},
+		{At: at(10), Kind: RemovalConfirmed, TeamSpace: "b", UID: "ub", Entry: "dev"},
+		{At: at(11), Kind: RecordStored, UID: "nbd", Key: "team-b--dev.json"},
+		{At: at(12), Kind: NamespaceDeleting, Namespace: "team-b--dev", NamespaceUID: "nbd", Owner: "ub", Entry: "dev"},
+		{At: at(13), Kind: QuotaSample, Namespace: "team-b", Present: true},
+		{At: at(13), Kind: TeamQuotas, TeamSpace: "b", UID: "ub", Totals: map[string]int64{"pods": 4, "requests.cpu": 1000}, Sum: map[string]int64{"pods": 4, "requests.cpu": 1000}},
+	} {
+		h.Add(e)
+	}
+	return h
+}
+
+func TestGoodHistory(t *testing.T) {
+	if v := Check(good(), Bounds{QuotaGap: 5 * time.Second}); len(v) > 0 {
+		t.Fatalf("violations of a good history: %v", v)
+	}
+	if g := QuotaGaps(good())["team-b"]; g != 2*time.Second {
+		t.Errorf("team-b's longest gap %s, want 2s", g)
+	}
+}
+
+// TestEachInvariantFails breaks, once each, what one invariant guards,
+// and wants that invariant, and only it, to say so.
+func TestEachInvariantFails(t *testing.T) {
+	for _, c := range []struct {
+		invariant, broken string
+		bounds            Bounds
+		change            func(h *History)
+	}{
+		{"one-record-per-deleted-teamspace", "a's record never stored", Bounds{QuotaGap: time.Minute}, func(h *History) {
+			drop(h, func(e Event) bool { return e.Kind == RecordStored && e.UID == "ua" })
+			// and its namespace kept, so that only this invariant breaks
+			drop(h, func(e Event) bool { return e.Kind == NamespaceDeleting && e.Namespace == "team-a" })
+		}},
+		{"one-record-per-deleted-teamspace", "a stored twice under two keys", Bounds{QuotaGap: time.Minute}, func(h *History) {
+			h.Add(Event{At: at(8), Kind: RecordStored, UID: "ua", Key: "a.ua.json"})
+		}},
+		{"record-before-namespaces", "team-a deleted before a's record (finalize answered before the write)", Bounds{QuotaGap: time.Minute}, func(h *History) {
+			move(h, func(e Event) bool { return e.Kind == NamespaceDeleting && e.Namespace == "team-a" }, at(5))
+		}},
+		{"record-before-namespaces", "dev removed before its record", Bounds{QuotaGap: time.Minute}, func(h *History) {
+			move(h, func(e Event) bool { return e.Kind == RecordStored && e.UID == "nbd" }, at(14))
+		}},
+		{"no-namespace-of-a-live-teamspace-deleted", "dev removed without confirmation", Bounds{QuotaGap: time.Minute}, func(h *History) {
+			drop(h, func(e Event) bool { return e.Kind == RemovalConfirmed })
+		}},
+		{"no-namespace-of-a-live-teamspace-deleted", "team-b deleted while b lives (its record there)", Bounds{QuotaGap: time.Minute}, func(h *History) {
+			h.Add(Event{At: at(11), Kind: RecordStored, UID: "nb", Key: "team-b.json"})
+			h.Add(Event{At: at(12), Kind: NamespaceDeleting, Namespace: "team-b", NamespaceUID: "nb", Owner: "ub"})
+		}},
+		{"adopted-never-deleted", "legacy deleted", Bounds{QuotaGap: time.Minute}, func(h *History) {
+			h.Add(Event{At: at(12), Kind: NamespaceDeleting, Namespace: "legacy", NamespaceUID: "nl"})
+		}},
+		{"quotas-within-totals", "a share moved up before the other down", Bounds{QuotaGap: time.Minute}, func(h *History) {
+			h.Add(Event{At: at(14), Kind: TeamQuotas, TeamSpace: "b", UID: "ub", Totals: map[string]int64{"pods": 4, "requests.cpu": 1000}, Sum: map[string]int64{"pods": 5, "requests.cpu": 1000}})
+		}},
+		{"quota-gap-bounded", "team-b without its quota for 2 s, bound 1 s", Bounds{QuotaGap: time.Second}, func(*History) {}},
+		{"quota-gap-bounded", "team-b without its quota to the end", Bounds{QuotaGap: 5 * time.Second}, func(h *History) {
+			drop(h, func(e Event) bool { return e.Kind == QuotaSample && e.Present && e.At.After(at(2)) })
+			h.Add(Event{At: at(20), Kind: QuotaSample, Namespace: "team-b", Present: false})
+		}},
+	} {
+		t.Run(c.invariant+"/"+c.broken, func(t *testing.T) {
+			h := good()
+			c.change(h)
+			v := Check(h, c.bounds)
+			if len(v) == 0 {
+				t.Fatal("no violation")
+			}
+			for _, x := range v {
+				if x.Invariant != c.invariant {
+					t.Errorf("violation of %s too: %s", x.Invariant, x)
+				}
+				if len(x.Objects) == 0 || !strings.Contains(x.Message, " ") {
+					t.Errorf("a violation that names nothing: %s", x)
+				}
+			}
+		})
+	}
+}
+
+func drop(h *History, match func(Event) bool) {
+	var kept []Event
+	for _, e := range h.Events {
+		if !match(e) {
+			kept = append(kept, e)
+		}
+	}
+	h.Events = kept
+}
+
+func move(h *History, match func(Event) bool, to time.Time) {
+	for i, e := range h.Events {
+		if match(e) {
+			h.Events[i].At = to
+		}
+	}
+}
