@@ -39,6 +39,9 @@ func (o *observation) namespaceStatuses(all, unasked []*unit, conflicts, waiting
 		_, state := o.namespace(u)
 		if u.adopted && i < len(all) {
 			s.Adoption = o.adoptionStatus(u, waiting[u] == "" && conflicts[u] == "")
+			if conflicts[u] != "" {
+				s.Adoption.Confirm = "" // someone else holds it: labelling it confirms nothing
+			}
 		}
 		switch {
 		case conflicts[u] != "":
