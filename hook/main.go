@@ -46,6 +46,7 @@ type options struct {
 	tlsKeyFile      string
 	bearerTokenFile string
 	shutdownTimeout time.Duration
+	reusePort       bool
 }
 
 func parseFlags(args []string) (options, error) {
@@ -59,6 +60,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.tlsKeyFile, "tls-key-file", "", "private key for --tls-cert-file")
 	fs.StringVar(&o.bearerTokenFile, "bearer-token-file", "", "require 'Authorization: Bearer <token>' with the token in this file on the hook endpoints")
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long SIGTERM waits for requests in flight")
+	fs.BoolVar(&o.reusePort, "reuse-port", false, "share --listen-address with other hooks of this host (Linux, SO_REUSEPORT): while one is stopped, killed or upgraded, the others answer the same URL")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -153,7 +155,11 @@ func run(args []string) error {
 		srv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certs.GetCertificate}
 	}
 
-	ln, err := net.Listen("tcp", o.listenAddress)
+	var lc net.ListenConfig
+	if o.reusePort {
+		lc.Control = reusePort
+	}
+	ln, err := lc.Listen(context.Background(), "tcp", o.listenAddress)
 	if err != nil {
 		return err
 	}

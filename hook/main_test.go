@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -223,6 +224,64 @@ func TestRestartLosesNothing(t *testing.T) {
 			t.Errorf("ts-%d record is not whole: %v %q", i, err, b)
 		}
 	}
+}
+
+// TestReusePort: two hooks with --reuse-port serve one address (the one
+// URL the controllers name, on a host with two), and when one is killed
+// the other answers every call that follows; without the flag the second
+// cannot listen there.
+func TestReusePort(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("--reuse-port is Linux's")
+	}
+	addr, dir := freeAddr(t), t.TempDir()
+	args := []string{"--listen-address=" + addr, "--archive-dir=" + dir, "--reuse-port"}
+	first, second := startHook(t, args...), startHook(t, args...)
+	defer func() { _ = second.cmd.Process.Kill(); _ = second.cmd.Wait() }()
+	// A new connection per call, as after a failed one: each goes to
+	// whichever listener the kernel picks.
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	call := func(i int) error {
+		body := finalizeBody(t, fmt.Sprintf("rp-%d", i), fmt.Sprintf("00000000-0000-4000-8000-%012d", i))
+		resp, err := client.Post("http://"+addr+"/finalize", "application/json", bytes.NewReader(body))
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("answered %d", resp.StatusCode)
+		}
+		return nil
+	}
+	for i := 0; i < 20; i++ {
+		if err := call(i); err != nil {
+			t.Fatalf("call %d with both hooks up: %v", i, err)
+		}
+	}
+	if err := first.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = first.cmd.Wait()
+	for i := 20; i < 60; i++ {
+		if err := call(i); err != nil {
+			t.Fatalf("call %d after one hook was killed: %v", i, err)
+		}
+	}
+
+	alone := exec.Command(mustHook(t), "--listen-address="+addr, "--archive-dir="+t.TempDir())
+	out, err := alone.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "address already in use") {
+		t.Errorf("a hook without --reuse-port on a shared address: %v %s, want it refused", err, out)
+	}
+}
+
+func mustHook(t *testing.T) string {
+	t.Helper()
+	bin, err := buildHook()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
 }
 
 func TestWarnsOnPlainHTTPOffLoopback(t *testing.T) {
