@@ -45,6 +45,13 @@ const (
 	// together (Sum) against its totals (Totals), read At, by resource
 	// (pods, requests.cpu in millicores, ...).
 	TeamQuotas Kind = "TeamQuotas"
+	// ReadySample: whether TeamSpace UID (not being deleted) was Ready At.
+	ReadySample Kind = "ReadySample"
+	// FaultInjected: the fault run hit Key (a Target) At; it was whole
+	// again Until.
+	FaultInjected Kind = "FaultInjected"
+	// MemorySample: the resident memory (Bytes) of process Key At.
+	MemorySample Kind = "MemorySample"
 )
 
 // Event is one thing observed.
@@ -69,6 +76,10 @@ type Event struct {
 	// Totals and Sum are a TeamQuotas sample's.
 	Totals map[string]int64 `json:"totals,omitempty"`
 	Sum    map[string]int64 `json:"sum,omitempty"`
+	// Until is when a fault's target was whole again; Bytes a memory
+	// sample's.
+	Until time.Time `json:"until,omitzero"`
+	Bytes int64     `json:"bytes,omitempty"`
 }
 
 // History is a run's events.
@@ -96,3 +107,6 @@ func (h *History) first(kind Kind, match func(Event) bool) (time.Time, bool) {
 	}
 	return time.Time{}, false
 }
+
+// Ready is a ReadySample's answer (kept in Present).
+func (e Event) Ready() bool { return e.Present }

@@ -23,6 +23,12 @@ type Bounds struct {
 	// QuotaGap is the longest a namespace of a live TeamSpace may be seen
 	// without its quota.
 	QuotaGap time.Duration
+	// ReadyAfterFaults is how soon after the last fault ended every live
+	// TeamSpace must be seen Ready.
+	ReadyAfterFaults time.Duration
+	// MemoryGrowth is how much more each process may hold at the end than
+	// at the start, as a factor of its first sample.
+	MemoryGrowth float64
 }
 
 // Invariant is one named rule of the history.
@@ -40,6 +46,8 @@ var Invariants = []Invariant{
 	{"adopted-never-deleted", adoptedNeverDeleted},
 	{"quota-gap-bounded", quotaGapBounded},
 	{"quotas-within-totals", quotasWithinTotals},
+	{"ready-after-faults", readyAfterFaults},
+	{"memory-bounded", memoryBounded},
 }
 
 // Check runs every invariant over h.
@@ -202,6 +210,65 @@ func quotasWithinTotals(h *History, _ Bounds) []Violation {
 					fmt.Sprintf("TeamSpace %s's quotas held %s %d together at %s, its total is %d", e.TeamSpace, k, e.Sum[k], e.At.Format(time.RFC3339Nano), total),
 					[]string{"TeamSpace " + e.TeamSpace + " " + e.UID}})
 			}
+		}
+	}
+	return out
+}
+
+// readyAfterFaults: every TeamSpace sampled after the last fault ended
+// was seen Ready within the bound of that end, and stayed so in every
+// later sample. A run without faults has nothing to recover from.
+func readyAfterFaults(h *History, b Bounds) []Violation {
+	var end time.Time
+	for _, e := range h.Events {
+		if e.Kind == FaultInjected && e.Until.After(end) {
+			end = e.Until
+		}
+	}
+	if end.IsZero() {
+		return nil // no fault: nothing to recover from
+	}
+	lastNotReady := map[string]time.Time{}
+	names := map[string]string{}
+	for _, e := range h.sorted() {
+		if e.Kind != ReadySample || e.At.Before(end) {
+			continue
+		}
+		names[e.UID] = e.TeamSpace
+		if !e.Ready() {
+			lastNotReady[e.UID] = e.At
+		}
+	}
+	var out []Violation
+	for _, uid := range slices.Sorted(maps.Keys(lastNotReady)) {
+		if at := lastNotReady[uid]; at.Sub(end) > b.ReadyAfterFaults {
+			out = append(out, Violation{"ready-after-faults",
+				fmt.Sprintf("TeamSpace %s was not Ready at %s, %s after the last fault ended, more than %s", names[uid], at.Format(time.RFC3339Nano), at.Sub(end), b.ReadyAfterFaults),
+				[]string{"TeamSpace " + names[uid] + " " + uid}})
+		}
+	}
+	return out
+}
+
+// memoryBounded: no process held more at its last sample than
+// MemoryGrowth times its first.
+func memoryBounded(h *History, b Bounds) []Violation {
+	first, last := map[string]int64{}, map[string]int64{}
+	for _, e := range h.sorted() {
+		if e.Kind != MemorySample {
+			continue
+		}
+		if _, ok := first[e.Key]; !ok {
+			first[e.Key] = e.Bytes
+		}
+		last[e.Key] = e.Bytes
+	}
+	var out []Violation
+	for _, p := range slices.Sorted(maps.Keys(first)) {
+		if float64(last[p]) > b.MemoryGrowth*float64(first[p]) {
+			out = append(out, Violation{"memory-bounded",
+				fmt.Sprintf("%s held %d bytes at the end, %.2f times the %d at the start, more than %.2f", p, last[p], float64(last[p])/float64(first[p]), first[p], b.MemoryGrowth),
+				[]string{"process " + p}})
 		}
 	}
 	return out

@@ -8,6 +8,9 @@ import (
 
 var t0 = time.Date(2026, 12, 7, 6, 0, 0, 0, time.UTC)
 
+// loose are bounds the good history keeps well within.
+var loose = Bounds{QuotaGap: time.Minute, ReadyAfterFaults: time.Minute, MemoryGrowth: 2}
+
 func at(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
 
 // good is a history every invariant holds for: TeamSpace a deleted (record
@@ -34,6 +37,11 @@ func good() *History {
 		{At: at(12), Kind: NamespaceDeleting, Namespace: "team-b--dev", NamespaceUID: "nbd", Owner: "ub", Entry: "dev"},
 		{At: at(13), Kind: QuotaSample, Namespace: "team-b", Present: true},
 		{At: at(13), Kind: TeamQuotas, TeamSpace: "b", UID: "ub", Totals: map[string]int64{"pods": 4, "requests.cpu": 1000}, Sum: map[string]int64{"pods": 4, "requests.cpu": 1000}},
+		{At: at(3), Kind: FaultInjected, Key: string(LeadingEngine), Until: at(8)},
+		{At: at(9), Kind: ReadySample, TeamSpace: "b", UID: "ub", Present: false},
+		{At: at(12), Kind: ReadySample, TeamSpace: "b", UID: "ub", Present: true},
+		{At: at(0), Kind: MemorySample, Key: "hook-a", Bytes: 100 << 20},
+		{At: at(13), Kind: MemorySample, Key: "hook-a", Bytes: 120 << 20},
 	} {
 		h.Add(e)
 	}
@@ -41,7 +49,7 @@ func good() *History {
 }
 
 func TestGoodHistory(t *testing.T) {
-	if v := Check(good(), Bounds{QuotaGap: 5 * time.Second}); len(v) > 0 {
+	if v := Check(good(), loose); len(v) > 0 {
 		t.Fatalf("violations of a good history: %v", v)
 	}
 	if g := QuotaGaps(good())["team-b"]; g != 2*time.Second {
@@ -57,35 +65,40 @@ func TestEachInvariantFails(t *testing.T) {
 		bounds            Bounds
 		change            func(h *History)
 	}{
-		{"one-record-per-deleted-teamspace", "a's record never stored", Bounds{QuotaGap: time.Minute}, func(h *History) {
+		{"one-record-per-deleted-teamspace", "a's record never stored", loose, func(h *History) {
 			drop(h, func(e Event) bool { return e.Kind == RecordStored && e.UID == "ua" })
 			// and its namespace kept, so that only this invariant breaks
 			drop(h, func(e Event) bool { return e.Kind == NamespaceDeleting && e.Namespace == "team-a" })
 		}},
-		{"one-record-per-deleted-teamspace", "a stored twice under two keys", Bounds{QuotaGap: time.Minute}, func(h *History) {
+		{"one-record-per-deleted-teamspace", "a stored twice under two keys", loose, func(h *History) {
 			h.Add(Event{At: at(8), Kind: RecordStored, UID: "ua", Key: "a.ua.json"})
 		}},
-		{"record-before-namespaces", "team-a deleted before a's record (finalize answered before the write)", Bounds{QuotaGap: time.Minute}, func(h *History) {
+		{"record-before-namespaces", "team-a deleted before a's record (finalize answered before the write)", loose, func(h *History) {
 			move(h, func(e Event) bool { return e.Kind == NamespaceDeleting && e.Namespace == "team-a" }, at(5))
 		}},
-		{"record-before-namespaces", "dev removed before its record", Bounds{QuotaGap: time.Minute}, func(h *History) {
+		{"record-before-namespaces", "dev removed before its record", loose, func(h *History) {
 			move(h, func(e Event) bool { return e.Kind == RecordStored && e.UID == "nbd" }, at(14))
 		}},
-		{"no-namespace-of-a-live-teamspace-deleted", "dev removed without confirmation", Bounds{QuotaGap: time.Minute}, func(h *History) {
+		{"no-namespace-of-a-live-teamspace-deleted", "dev removed without confirmation", loose, func(h *History) {
 			drop(h, func(e Event) bool { return e.Kind == RemovalConfirmed })
 		}},
-		{"no-namespace-of-a-live-teamspace-deleted", "team-b deleted while b lives (its record there)", Bounds{QuotaGap: time.Minute}, func(h *History) {
+		{"no-namespace-of-a-live-teamspace-deleted", "team-b deleted while b lives (its record there)", loose, func(h *History) {
 			h.Add(Event{At: at(11), Kind: RecordStored, UID: "nb", Key: "team-b.json"})
 			h.Add(Event{At: at(12), Kind: NamespaceDeleting, Namespace: "team-b", NamespaceUID: "nb", Owner: "ub"})
 		}},
-		{"adopted-never-deleted", "legacy deleted", Bounds{QuotaGap: time.Minute}, func(h *History) {
+		{"adopted-never-deleted", "legacy deleted", loose, func(h *History) {
 			h.Add(Event{At: at(12), Kind: NamespaceDeleting, Namespace: "legacy", NamespaceUID: "nl"})
 		}},
-		{"quotas-within-totals", "a share moved up before the other down", Bounds{QuotaGap: time.Minute}, func(h *History) {
+		{"quotas-within-totals", "a share moved up before the other down", loose, func(h *History) {
 			h.Add(Event{At: at(14), Kind: TeamQuotas, TeamSpace: "b", UID: "ub", Totals: map[string]int64{"pods": 4, "requests.cpu": 1000}, Sum: map[string]int64{"pods": 5, "requests.cpu": 1000}})
 		}},
-		{"quota-gap-bounded", "team-b without its quota for 2 s, bound 1 s", Bounds{QuotaGap: time.Second}, func(*History) {}},
-		{"quota-gap-bounded", "team-b without its quota to the end", Bounds{QuotaGap: 5 * time.Second}, func(h *History) {
+		{"ready-after-faults", "b not Ready 1 s after the last fault, bound 0.5 s", Bounds{QuotaGap: time.Minute, ReadyAfterFaults: 500 * time.Millisecond, MemoryGrowth: 2}, func(*History) {}},
+		{"ready-after-faults", "b not Ready again later", loose, func(h *History) {
+			h.Add(Event{At: at(90), Kind: ReadySample, TeamSpace: "b", UID: "ub", Present: false})
+		}},
+		{"memory-bounded", "the hook grew 1.2 times, bound 1.1", Bounds{QuotaGap: time.Minute, ReadyAfterFaults: time.Minute, MemoryGrowth: 1.1}, func(*History) {}},
+		{"quota-gap-bounded", "team-b without its quota for 2 s, bound 1 s", Bounds{QuotaGap: time.Second, ReadyAfterFaults: time.Minute, MemoryGrowth: 2}, func(*History) {}},
+		{"quota-gap-bounded", "team-b without its quota to the end", Bounds{QuotaGap: 5 * time.Second, ReadyAfterFaults: time.Minute, MemoryGrowth: 2}, func(h *History) {
 			drop(h, func(e Event) bool { return e.Kind == QuotaSample && e.Present && e.At.After(at(2)) })
 			h.Add(Event{At: at(20), Kind: QuotaSample, Namespace: "team-b", Present: false})
 		}},

@@ -220,9 +220,9 @@ func (r *Recorder) record(rec StoredRecord) {
 	r.h.Add(Event{At: rec.At, Kind: RecordStored, UID: rec.UID, Key: rec.Key})
 }
 
-// sample records, for every TeamSpace not being deleted, whether each of
-// its namespaces (once it had its quota) has team-quota, and its quotas'
-// pods and cpu together against its totals.
+// sample records, for every TeamSpace not being deleted, whether it is
+// Ready, whether each of its namespaces (once it had its quota) has
+// team-quota, and its quotas' pods and cpu together against its totals.
 func (r *Recorder) sample(teamspaces, namespaces []any, quota func(ns string) (*corev1.ResourceQuota, bool)) {
 	now := time.Now()
 	byOwner := map[string][]string{}
@@ -238,6 +238,7 @@ func (r *Recorder) sample(teamspaces, namespaces []any, quota func(ns string) (*
 			continue
 		}
 		uid := string(ts.GetUID())
+		r.add(Event{At: now, Kind: ReadySample, TeamSpace: ts.GetName(), UID: uid, Present: ready(ts)})
 		sum := map[string]int64{}
 		for _, ns := range byOwner[uid] {
 			q, present := quota(ns)
@@ -264,4 +265,15 @@ func (r *Recorder) sample(teamspaces, namespaces []any, quota func(ns string) (*
 			r.add(Event{At: now, Kind: TeamQuotas, TeamSpace: ts.GetName(), UID: uid, Totals: totals, Sum: sum})
 		}
 	}
+}
+
+// ready reports whether a TeamSpace's Ready condition is True.
+func ready(ts *unstructured.Unstructured) bool {
+	conds, _, _ := unstructured.NestedSlice(ts.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] == v1alpha1.ConditionReady {
+			return m["status"] == "True"
+		}
+	}
+	return false
 }

@@ -103,7 +103,12 @@ func TestRecorder(t *testing.T) {
 	if g := robust.QuotaGaps(h)["team-rec-good"]; g < 800*time.Millisecond || g > 5*time.Second {
 		t.Errorf("team-rec-good's quota gap %s, want about the 1 s it was deleted", g)
 	}
-	v := robust.Check(h, robust.Bounds{QuotaGap: 10 * time.Second})
+	if kinds[robust.ReadySample] == 0 {
+		t.Error("no Ready samples")
+	}
+	// Nobody makes them Ready here (no engine), and no fault was
+	// injected: there is nothing to recover from.
+	v := robust.Check(h, robust.Bounds{QuotaGap: 10 * time.Second, ReadyAfterFaults: time.Second, MemoryGrowth: 2})
 	if len(v) != 1 || v[0].Invariant != "record-before-namespaces" || !strings.Contains(v[0].Message, "team-rec-bad") {
 		t.Errorf("violations %v, want record-before-namespaces for team-rec-bad alone", v)
 	}
