@@ -13,13 +13,20 @@
 #     compositecontroller.yaml, its hook URLs pointed at the local hook,
 #   - a demo TeamSpace, demo (4 pods, 500m cpu), waited for until Ready
 #     (unless --no-demo or --no-controller).
+# With --ha, the layout of hack/deploy/README.md "Several servers" on one
+# machine: two engines with leader election, and two hooks sharing the one
+# URL the controllers name (--reuse-port), so that either of each may be
+# killed while the other carries on (the fault run of issue #67).
 #
 # Usage:
-#   hack/up.sh [up] [--no-controller] [--no-demo]
+#   hack/up.sh [up] [--no-controller] [--no-demo] [--ha]
 #                                      start everything (idempotent: what runs is kept)
 #   hack/up.sh env                     print the exports for the running setup
-#   hack/up.sh engine-stop             stop Metacontroller (PID file), nothing else
-#   hack/up.sh engine-start            start Metacontroller again with the same flags
+#   hack/up.sh engine-stop [a|b]       stop Metacontroller (PID file), nothing else
+#   hack/up.sh engine-start [a|b]      start Metacontroller again with the same flags
+#   hack/up.sh hook-stop [a|b]         stop the hook (PID file), nothing else
+#   hack/up.sh hook-start [a|b]        start the hook again
+#                                      (a or b: one of the two of --ha; neither: all)
 #   hack/up.sh stop                    stop Metacontroller and the hook (PID files)
 #   hack/up.sh status                  tell what is running
 # hack/down.sh stops everything again.
@@ -44,6 +51,7 @@
 #                        --archive-s3-* flags of a bucket.
 #   TEAMSPACE_NO_CONTROLLER=1  same as --no-controller.
 #   TEAMSPACE_NO_DEMO=1        same as --no-demo.
+#   TEAMSPACE_HA=1             same as --ha.
 set -euo pipefail
 export LC_ALL=C
 
@@ -148,51 +156,110 @@ running() {
 	say "$2 already running (pid $(cat "$1"))"
 }
 
+# instances are the engine or hook instances of the setup, or the one
+# named (a, b): a alone, a and b with --ha.
+instances() {
+	case ${1:-} in
+	"") if [[ ${TEAMSPACE_HA:-} == 1 ]]; then echo a b; else echo a; fi ;;
+	a) echo a ;;
+	b) [[ ${TEAMSPACE_HA:-} == 1 ]] || die "instance b runs only with --ha"; echo b ;;
+	*) die "unknown instance '$1': a or b" ;;
+	esac
+}
+
+# suffix is the files' suffix of instance a or b: none for a, as without
+# --ha.
+suffix() { [[ $1 == a ]] || printf -- '-%s' "$1"; }
+
 engine_start() {
 	load_upenv
-	local pidfile=$updir/run/metacontroller.pid log=$updir/logs/metacontroller.log
-	running "$pidfile" Metacontroller && return 0
+	instances "${1:-}" >/dev/null # a wrong name stops here, not in a subshell
+	local i
+	for i in $(instances "${1:-}"); do
+		engine_start_one "$i"
+	done
+}
+
+engine_start_one() {
+	local i=$1 metrics=$TEAMSPACE_ENGINE_METRICS_PORT health=$TEAMSPACE_ENGINE_HEALTH_PORT
+	local sfx pidfile log
+	sfx=$(suffix "$i")
+	pidfile=$updir/run/metacontroller$sfx.pid log=$updir/logs/metacontroller$sfx.log
+	[[ $i == b ]] && metrics=$TEAMSPACE_ENGINE_B_METRICS_PORT health=$TEAMSPACE_ENGINE_B_HEALTH_PORT
+	running "$pidfile" "Metacontroller $i" && return 0
 	# The ports saved in up.env may have been taken meanwhile; another
 	# engine answering the health check must not pass for this one.
-	if curl -fsS -o /dev/null --max-time 1 "http://127.0.0.1:$TEAMSPACE_ENGINE_HEALTH_PORT/healthz" 2>/dev/null; then
-		die "127.0.0.1:$TEAMSPACE_ENGINE_HEALTH_PORT already answers: another process holds the engine's port saved in $upenv; run hack/down.sh, then hack/up.sh"
+	if curl -fsS -o /dev/null --max-time 1 "http://127.0.0.1:$health/healthz" 2>/dev/null; then
+		die "127.0.0.1:$health already answers: another process holds the engine's port saved in $upenv; run hack/down.sh, then hack/up.sh"
 	fi
-	local -a extra=() tuning=()
+	local -a extra=() tuning=() leader=()
 	# shellcheck disable=SC2206 # word-splitting is the documented behaviour
 	[[ -n ${TEAMSPACE_ENGINE_EXTRA_ARGS:-} ]] && extra=($TEAMSPACE_ENGINE_EXTRA_ARGS)
 	# shellcheck disable=SC2207 # flags separated by spaces, as in the unit
 	tuning=($(engine_tuning_flags))
+	# One leader of two, as on several servers (hack/deploy/README.md).
+	[[ ${TEAMSPACE_HA:-} == 1 ]] && leader=(--leader-election --leader-election-namespace=teamspace-system)
 	start_bg "$pidfile" "$log" "$TEAMSPACE_ENGINE_BIN" \
 		--kubeconfig="$KUBECONFIG" \
 		"${tuning[@]}" \
 		--discovery-interval=2s \
-		--metrics-address="127.0.0.1:$TEAMSPACE_ENGINE_METRICS_PORT" \
-		--health-probe-bind-address="127.0.0.1:$TEAMSPACE_ENGINE_HEALTH_PORT" \
+		--metrics-address="127.0.0.1:$metrics" \
+		--health-probe-bind-address="127.0.0.1:$health" \
 		--pprof-address=0 \
+		"${leader[@]}" \
 		"${extra[@]}"
-	wait_up "http://127.0.0.1:$TEAMSPACE_ENGINE_HEALTH_PORT/healthz" "$pidfile" "$log" Metacontroller
+	wait_up "http://127.0.0.1:$health/healthz" "$pidfile" "$log" "Metacontroller $i"
 	sleep 0.3
-	pid_alive "$pidfile" || { tail -n 30 "$log" >&2; die "Metacontroller exited right after starting (log $log)"; }
-	say "Metacontroller running (pid $(cat "$pidfile")), log $log"
+	pid_alive "$pidfile" || { tail -n 30 "$log" >&2; die "Metacontroller $i exited right after starting (log $log)"; }
+	say "Metacontroller $i running (pid $(cat "$pidfile")), log $log"
 }
 
 engine_stop() {
-	stop_pid "$updir/run/metacontroller.pid" Metacontroller
+	instances "${1:-}" >/dev/null
+	local i
+	for i in $(instances "${1:-}"); do
+		stop_pid "$updir/run/metacontroller$(suffix "$i").pid" "Metacontroller $i"
+	done
 }
 
 hook_start() {
 	load_upenv
-	local pidfile=$updir/run/hook.pid log=$updir/logs/hook.log
-	running "$pidfile" hook && return 0
-	local -a archive_args=("--archive-dir=$TEAMSPACE_ARCHIVE_DIR")
+	instances "${1:-}" >/dev/null # a wrong name stops here, not in a subshell
+	local i
+	for i in $(instances "${1:-}"); do
+		hook_start_one "$i"
+	done
+}
+
+hook_start_one() {
+	local i=$1
+	local sfx pidfile log
+	sfx=$(suffix "$i")
+	pidfile=$updir/run/hook$sfx.pid log=$updir/logs/hook$sfx.log
+	running "$pidfile" "hook $i" && return 0
+	local -a archive_args=("--archive-dir=$TEAMSPACE_ARCHIVE_DIR") shared=()
 	# shellcheck disable=SC2206 # word-splitting is the documented behaviour
 	[[ -n ${TEAMSPACE_HOOK_ARCHIVE_ARGS:-} ]] && archive_args=($TEAMSPACE_HOOK_ARCHIVE_ARGS)
+	# Two hooks behind the one URL the controllers name.
+	[[ ${TEAMSPACE_HA:-} == 1 ]] && shared=(--reuse-port)
 	start_bg "$pidfile" "$log" "$updir/bin/teamspace-hook" \
 		--listen-address="127.0.0.1:$TEAMSPACE_HOOK_PORT" \
 		"${archive_args[@]}" \
+		"${shared[@]}" \
 		--log-level=info
-	wait_up "$TEAMSPACE_HOOK_URL/healthz" "$pidfile" "$log" hook
-	say "hook running (pid $(cat "$pidfile")) on $TEAMSPACE_HOOK_URL, log $log"
+	wait_up "$TEAMSPACE_HOOK_URL/healthz" "$pidfile" "$log" "hook $i"
+	# With --ha the other hook may have answered: this one must live.
+	sleep 0.3
+	pid_alive "$pidfile" || { tail -n 30 "$log" >&2; die "hook $i exited right after starting (log $log)"; }
+	say "hook $i running (pid $(cat "$pidfile")) on $TEAMSPACE_HOOK_URL, log $log"
+}
+
+hook_stop() {
+	instances "${1:-}" >/dev/null
+	local i
+	for i in $(instances "${1:-}"); do
+		stop_pid "$updir/run/hook$(suffix "$i").pid" "hook $i"
+	done
 }
 
 # apply_controller applies the setup's CompositeController: its hook URLs
@@ -248,17 +315,19 @@ EOF
 }
 
 up() {
-	local no_controller=${TEAMSPACE_NO_CONTROLLER:-} no_demo=${TEAMSPACE_NO_DEMO:-}
+	local no_controller=${TEAMSPACE_NO_CONTROLLER:-} no_demo=${TEAMSPACE_NO_DEMO:-} ha=${TEAMSPACE_HA:-}
 	while (($#)); do
 		case $1 in
 		--no-controller) no_controller=1 ;;
 		--no-demo) no_demo=1 ;;
+		--ha) ha=1 ;;
 		*) other_arg "$1" ;;
 		esac
 		shift
 	done
 	[[ $no_controller == 0 ]] && no_controller=
 	[[ $no_demo == 0 ]] && no_demo=
+	[[ $ha == 1 ]] || ha=
 
 	# Everything that can be missing is checked before anything starts.
 	local engine_bin engine_crds
@@ -275,13 +344,16 @@ up() {
 	mkdir -p "$updir/bin" "$updir/logs" "$updir/run" "$state/archive"
 
 	# Ports: kept from an earlier up while its processes live, else chosen anew.
-	local hook_port engine_metrics engine_health
+	local hook_port engine_metrics engine_health engine_b_metrics engine_b_health
 	if [[ -r $upenv ]] && { pid_alive "$updir/run/hook.pid" || pid_alive "$updir/run/metacontroller.pid"; }; then
 		# shellcheck source=/dev/null
 		source "$upenv"
+		[[ ${TEAMSPACE_HA:-} == "$ha" ]] || die "the running setup was started $([[ -n ${TEAMSPACE_HA:-} ]] && echo with || echo without) --ha: hack/down.sh first"
 		hook_port=$TEAMSPACE_HOOK_PORT
 		engine_metrics=$TEAMSPACE_ENGINE_METRICS_PORT
 		engine_health=$TEAMSPACE_ENGINE_HEALTH_PORT
+		engine_b_metrics=${TEAMSPACE_ENGINE_B_METRICS_PORT:-}
+		engine_b_health=${TEAMSPACE_ENGINE_B_HEALTH_PORT:-}
 	else
 		if [[ -n ${HOOK_PORT:-} ]]; then
 			hook_port=$HOOK_PORT
@@ -293,6 +365,11 @@ up() {
 		fi
 		engine_metrics=$(free_port 19999 "$hook_port")
 		engine_health=$(free_port 18081 "$hook_port" "$engine_metrics")
+		engine_b_metrics='' engine_b_health=
+		if [[ -n $ha ]]; then
+			engine_b_metrics=$(free_port 19998 "$hook_port" "$engine_metrics" "$engine_health")
+			engine_b_health=$(free_port 18082 "$hook_port" "$engine_metrics" "$engine_health" "$engine_b_metrics")
+		fi
 	fi
 	{
 		printf '# written by hack/up.sh; read by hack/up.sh, hack/down.sh, hack/walkthrough.sh\n'
@@ -307,6 +384,9 @@ up() {
 		printf 'TEAMSPACE_ENGINE_HEALTH_PORT=%q\n' "$engine_health"
 		printf 'TEAMSPACE_ENGINE_EXTRA_ARGS=%q\n' "${METACONTROLLER_ARGS:-}"
 		printf 'TEAMSPACE_HOOK_ARCHIVE_ARGS=%q\n' "${HOOK_ARCHIVE_ARGS:-}"
+		printf 'TEAMSPACE_HA=%q\n' "$ha"
+		printf 'TEAMSPACE_ENGINE_B_METRICS_PORT=%q\n' "$engine_b_metrics"
+		printf 'TEAMSPACE_ENGINE_B_HEALTH_PORT=%q\n' "$engine_b_health"
 	} >"$upenv.tmp"
 	mv "$upenv.tmp" "$upenv"
 
@@ -330,7 +410,8 @@ up() {
 	(cd "$repo" && go build -o "$updir/bin/teamspace-hook.new" ./hook)
 	if pid_alive "$updir/run/hook.pid" && ! cmp -s "$updir/bin/teamspace-hook.new" "$updir/bin/teamspace-hook"; then
 		say "hook binary changed: restarting the hook"
-		stop_pid "$updir/run/hook.pid" hook
+		load_upenv
+		hook_stop
 	fi
 	mv "$updir/bin/teamspace-hook.new" "$updir/bin/teamspace-hook"
 	hook_start
@@ -362,16 +443,21 @@ EOF
 cmd=${1:-up}
 case $cmd in
 up) shift $(($# > 0 ? 1 : 0)); up "$@" ;;
---no-controller) up "$@" ;;
+--no-controller | --no-demo | --ha) up "$@" ;;
 env) cluster_env; print_env ;;
-engine-stop) cluster_env; engine_stop ;;
-engine-start) cluster_env; engine_start ;;
+engine-stop) cluster_env; load_upenv; engine_stop "${2:-}" ;;
+engine-start) cluster_env; engine_start "${2:-}" ;;
+hook-stop) cluster_env; load_upenv; hook_stop "${2:-}" ;;
+hook-start) cluster_env; hook_start "${2:-}" ;;
 stop)
 	# Tolerant: with no cluster state there is nothing of ours to stop.
 	if "$cluster_sh" env >/dev/null 2>&1; then
 		cluster_env
-		engine_stop
-		stop_pid "$updir/run/hook.pid" hook
+		# Every instance whose PID file is there, --ha or not.
+		for f in metacontroller metacontroller-b hook hook-b; do
+			[[ -f $updir/run/$f.pid ]] && stop_pid "$updir/run/$f.pid" "$f"
+		done
+		true
 	else
 		say "no cluster state (hack/cluster.sh env failed): nothing to stop"
 	fi
@@ -379,7 +465,8 @@ stop)
 apply-controller) cluster_env; apply_controller ;;
 status)
 	cluster_env
-	for p in hook metacontroller; do
+	for p in hook hook-b metacontroller metacontroller-b; do
+		[[ $p != *-b || -f $updir/run/$p.pid ]] || continue
 		if pid_alive "$updir/run/$p.pid"; then
 			echo "$p: running (pid $(cat "$updir/run/$p.pid"))"
 		else
