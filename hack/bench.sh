@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # hack/bench.sh: every figure of BENCHMARKS.md, reproduced.
 #
-#   hack/bench.sh [all|machine|micro|http|e2e|fleet] ...   (default: all but fleet, in that order)
+#   hack/bench.sh [all|machine|micro|http|e2e|fleet|failover|faults] ...
+#                (default: all: machine, micro, http, e2e, in that order)
 #
 #   machine  nproc, CPU, kernel, Go, Kubernetes and engine versions
 #   micro    go test -bench Hooks -benchmem -count 6 on the recorded engine
@@ -24,6 +25,13 @@
 #   failover two engines with --leader-election on one private setup: drift
 #            repair with the leader up, then with the leader killed (-9, and
 #            SIGTERM) just before the break: the standby's takeover time
+#   faults   the fault run of issue #67 at scale (tests/e2e TestFaultRun on
+#            its own setup: hack/up.sh --ha, the archive in an S3 bucket, the
+#            control plane restarted as systemd would): FAULT_RUN_COUNT
+#            TeamSpaces, FAULT_RUN_FOR of seeded random kills and
+#            impairments under a workload of FAULT_RUN_OPS operations/s; the
+#            invariants fail the run; its RESULT line, history and
+#            operations in the results directory; ~35 min at 1000 and 20m
 #
 # fleet and failover run every engine of BENCH_ENGINES, e2e the first: "stock"
 # is the pinned Metacontroller, as the suite and every install path run it;
@@ -61,6 +69,9 @@
 #   HOOK_PORT            hook port of that setup [18380]
 #   BENCH_ENGINE_METRICS_PORT, BENCH_ENGINE_HEALTH_PORT  engine ports [28999, 28081]
 #   BENCH_KEEP_SETUP=1   leave the setup running at the end
+#   FAULT_RUN_COUNT, FAULT_RUN_FOR, FAULT_RUN_SEED, FAULT_RUN_OPS
+#                        the fault run's TeamSpaces, length, seed and
+#                        operations per second [1000, 20m, 67, 2]
 #   FLEET_CONFIGS        ";"-separated "label=engine flags [cc:ignoreStatusChanges=B]
 #                        [cc:resyncPeriodSeconds=N] [cc:customize=off]
 #                        [cc:quotas=children: the quotas as the CompositeController's
@@ -90,7 +101,7 @@ BENCHSTAT=golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
 # Every step named is known before anything is made (--help makes nothing).
 for s in "$@"; do
 	case $s in
-	all | machine | micro | http | e2e | fleet | failover) ;;
+	all | machine | micro | http | e2e | fleet | failover | faults) ;;
 	-h | --help) usage; exit 0 ;;
 	*) die "unknown step $s (see --help)" ;;
 	esac
@@ -619,6 +630,23 @@ failover_down() {
 	return 0
 }
 
+# ------------------------------------------------------------------- faults
+
+# faults: the fault run at scale, with the stock engine (the one hack/up.sh
+# runs), as the suite's short run but longer and larger.
+faults() {
+	local count=${FAULT_RUN_COUNT:-1000} length=${FAULT_RUN_FOR:-20m} seed=${FAULT_RUN_SEED:-67} ops=${FAULT_RUN_OPS:-2}
+	say "faults: $count TeamSpaces, $length of faults, seed $seed, $ops operations/s"
+	mkdir -p "$out/faults"
+	ensure_versitygw
+	(cd "$repo" && FAULT_RUN_COUNT=$count FAULT_RUN_FOR=$length FAULT_RUN_SEED=$seed FAULT_RUN_OPS=$ops \
+		TEAMSPACE_REQUIRE_ENGINE=1 TEAMSPACE_REQUIRE_S3=1 WALKTHROUGH_OUT="$out/faults" \
+		go test -count=1 -timeout 120m -run '^TestFaultRun$' -v ./tests/e2e) 2>&1 | tee "$out/faults.txt" >&2 ||
+		die "faults: the run failed (invariants, or the setup): $out/faults.txt"
+	grep -h 'RESULT' "$out/faults.txt" | sed 's/^ *faults_test.go:[0-9]*: //' >"$out/faults-results.txt" || true
+	cat "$out/faults-results.txt"
+}
+
 # --------------------------------------------------------------------- main
 
 steps=("$@")
@@ -627,7 +655,7 @@ steps=("$@")
 # machine, which lists their versions)
 for s in "${steps[@]}"; do
 	case $s in
-	all | e2e | fleet | failover) resolve_engines ;;
+	all | e2e | fleet | failover | faults) resolve_engines ;;
 	esac
 done
 for s in "${steps[@]}"; do

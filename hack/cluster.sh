@@ -17,6 +17,9 @@
 #                        second concurrent cluster just uses another one: ports
 #                        are picked free on every `up`.
 #   TEAMSPACE_DATASTORE  kine (default) or etcd
+#   TEAMSPACE_RESTART_AFTER  a component that exits (killed, crashed) is
+#                        started again after this pause, as its systemd unit
+#                        would [2s]; 0: never. PIDs in STATE/run/NAME.pid.
 #   KUBE_VERSION         Kubernetes release (default in hack/lib.sh)
 #   TEAMSPACE_CACHE      cache of the built binaries, default
 #                        ${XDG_CACHE_HOME:-$HOME/.cache}/teamspace
@@ -70,7 +73,8 @@ cmd_up() {
 	touch "${STATE}/${MARKER}"
 	(cd "${TEAMSPACE_ROOT}" && go build -o "${STATE}/bin/controlplane" ./tests/controlplane/cmd/controlplane)
 	export KUBE_VERSION TEAMSPACE_DATASTORE KINE_VERSION TEAMSPACE_CACHE
-	start_bg "${PIDFILE}" "${STATE}/controlplane.log" "${STATE}/bin/controlplane" --state-dir="${STATE}"
+	start_bg "${PIDFILE}" "${STATE}/controlplane.log" "${STATE}/bin/controlplane" --state-dir="${STATE}" \
+		--restart-after="${TEAMSPACE_RESTART_AFTER:-2s}"
 	for ((i = 0; i < 3000; i++)); do
 		[[ -f "${STATE}/env" ]] && break
 		if ! running; then

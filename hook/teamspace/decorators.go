@@ -33,10 +33,23 @@ type QuotasRequest struct {
 // alone) and Attachments never null (the engine deletes every
 // attachment left out, and null would mean all of them).
 type QuotasResponse struct {
-	Annotations map[string]*string `json:"annotations"`
-	Status      *struct{}          `json:"status"`
-	Attachments []map[string]any   `json:"attachments"`
+	Annotations        map[string]*string `json:"annotations"`
+	Status             *struct{}          `json:"status"`
+	Attachments        []map[string]any   `json:"attachments"`
+	ResyncAfterSeconds float64            `json:"resyncAfterSeconds,omitempty"`
 }
+
+// QuotaMissingRetrySeconds is how soon the engine asks again while a
+// quota the LimitRange wants is not among its attachments. The engine
+// creates it, and a create refused as AlreadyExists it swallows without a
+// retry: that is the answer while the quota of a LimitRange deleted by
+// hand (and made again at once) still waits for the garbage collector.
+// When the collector deletes that quota, the event names the old
+// LimitRange, so nothing would sync the new one for hours (its resync) and
+// the namespace would stay without quota: found by the fault run (issue
+// #67) with kube-controller-manager restarting. Costs one more sync of
+// the LimitRange, from the cache, per quota created.
+const QuotaMissingRetrySeconds = 1
 
 // Validate checks that the request is one Quotas can answer: a team
 // namespace's LimitRange (or the team namespace itself, the parent before
@@ -127,6 +140,11 @@ func Quotas(r *QuotasRequest) (*QuotasResponse, error) {
 	resp.Annotations[v1alpha1.OverShareAnnotation] = nil
 	if overShareMsg != "" {
 		resp.Annotations[v1alpha1.OverShareAnnotation] = &overShareMsg
+	}
+	for name := range desired {
+		if _, ok := observed[name]; !ok {
+			resp.ResyncAfterSeconds = QuotaMissingRetrySeconds
+		}
 	}
 	return resp, nil
 }

@@ -24,6 +24,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -57,15 +58,20 @@ type ControlPlane struct {
 
 	log          *slog.Logger
 	pki          *pki
-	procs        []*process
 	http         *http.Client
 	datastoreURL string
 	stopOnce     sync.Once
+
+	mu       sync.Mutex // guards procs and stopping: a supervisor swaps a restarted process in
+	procs    []*process
+	stopping bool
 }
 
 // process is one component.
 type process struct {
 	name    string
+	bin     string
+	args    []string
 	cmd     *exec.Cmd
 	logPath string
 	cancel  context.CancelFunc
@@ -136,11 +142,24 @@ func freePort() (string, error) {
 	return port, err
 }
 
-// run starts one component, its output appended to logs/NAME.log. Its
-// context is cancelled by stop: the child gets SIGTERM (cmd.Cancel), and
-// SIGKILL 10 s later if still there (cmd.WaitDelay); and SIGKILL if this
-// process dies first (Pdeathsig), so none outlives a crashed test binary.
+// run starts one component and adds it to those Stop stops.
 func (c *ControlPlane) run(name, bin string, args ...string) (*process, error) {
+	p, err := c.spawn(name, bin, args...)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	c.procs = append(c.procs, p)
+	c.mu.Unlock()
+	return p, nil
+}
+
+// spawn starts one component, its output appended to logs/NAME.log and
+// its PID in run/NAME.pid (what a fault run kills). Its context is
+// cancelled by stop: the child gets SIGTERM (cmd.Cancel), and SIGKILL 10 s
+// later if still there (cmd.WaitDelay); and SIGKILL if this process dies
+// first (Pdeathsig), so none outlives a crashed test binary.
+func (c *ControlPlane) spawn(name, bin string, args ...string) (*process, error) {
 	logPath := filepath.Join(c.Dir, "logs", name+".log")
 	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
@@ -158,11 +177,55 @@ func (c *ControlPlane) run(name, bin string, args ...string) (*process, error) {
 		cancel()
 		return nil, err
 	}
-	p := &process{name: name, cmd: cmd, logPath: logPath, cancel: cancel, done: make(chan struct{})}
+	p := &process{name: name, bin: bin, args: args, cmd: cmd, logPath: logPath, cancel: cancel, done: make(chan struct{})}
 	go func() { p.err = cmd.Wait(); close(p.done) }()
-	c.procs = append(c.procs, p)
+	if err := os.MkdirAll(filepath.Join(c.Dir, "run"), 0o700); err == nil {
+		_ = os.WriteFile(c.PIDFile(name), []byte(strconv.Itoa(cmd.Process.Pid)+"\n"), 0o600)
+	}
 	c.log.Debug("started", "component", name, "pid", cmd.Process.Pid)
 	return p, nil
+}
+
+// PIDFile is where the PID of a component (kine or etcd, kube-apiserver,
+// kube-controller-manager) is kept while it runs.
+func (c *ControlPlane) PIDFile(name string) string { return filepath.Join(c.Dir, "run", name+".pid") }
+
+// Supervise restarts every component that exits while the control plane
+// is not being stopped, after the pause given, with the same flags and
+// ports: what each one's systemd unit does on a k3s-like server
+// (Restart=always, RestartSec). A fault run (issue #67) kills them with
+// SIGKILL and relies on this; the tests' own control plane does not
+// supervise, so that a component that dies there fails the test.
+func (c *ControlPlane) Supervise(after time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := range c.procs {
+		go c.supervise(i, after)
+	}
+}
+
+func (c *ControlPlane) supervise(i int, after time.Duration) {
+	for {
+		c.mu.Lock()
+		p := c.procs[i]
+		c.mu.Unlock()
+		<-p.done
+		time.Sleep(after)
+		c.mu.Lock()
+		if c.stopping {
+			c.mu.Unlock()
+			return
+		}
+		c.log.Warn("component exited; starting it again", "component", p.name, "err", p.err, "after", after)
+		np, err := c.spawn(p.name, p.bin, p.args...)
+		if err != nil {
+			c.mu.Unlock()
+			c.log.Error("component could not be started again", "component", p.name, "err", err)
+			return
+		}
+		c.procs[i] = np
+		c.mu.Unlock()
+	}
 }
 
 func (p *process) exited() bool {
@@ -209,6 +272,8 @@ func (c *ControlPlane) await(ctx context.Context, p *process, timeout time.Durat
 }
 
 func (c *ControlPlane) dropProcess(p *process) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	for i, q := range c.procs {
 		if q == p {
 			c.procs = append(c.procs[:i], c.procs[i+1:]...)
@@ -391,8 +456,13 @@ func (c *ControlPlane) Env() []string {
 // It is safe to call more than once.
 func (c *ControlPlane) Stop() {
 	c.stopOnce.Do(func() {
-		for i := len(c.procs) - 1; i >= 0; i-- {
-			c.procs[i].stop()
+		c.mu.Lock()
+		c.stopping = true
+		procs := slices.Clone(c.procs)
+		c.mu.Unlock()
+		for i := len(procs) - 1; i >= 0; i-- {
+			procs[i].stop()
+			_ = os.Remove(c.PIDFile(procs[i].name))
 		}
 		c.log.Info("control plane stopped", "dir", c.Dir)
 	})

@@ -5,9 +5,13 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -79,5 +83,60 @@ func TestStartFailsWithTheLog(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(state, "logs", "kine.log")); err != nil {
 		t.Errorf("log not kept: %v", err)
+	}
+}
+
+// TestSupervise: a supervised component killed with SIGKILL is started
+// again with the same command after the pause, its new PID in its PID
+// file; once Stop is called nothing is started again.
+func TestSupervise(t *testing.T) {
+	dir := t.TempDir()
+	for _, d := range []string{"logs", "run"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := &ControlPlane{Dir: dir, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	if _, err := c.run("sleeper", "/bin/sh", "-c", "echo started; exec sleep 300"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Stop)
+	c.Supervise(100 * time.Millisecond)
+	pid := func() int {
+		b, err := os.ReadFile(c.PIDFile("sleeper"))
+		if err != nil {
+			return 0
+		}
+		n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+		return n
+	}
+	first := pid()
+	if first == 0 {
+		t.Fatal("no PID file")
+	}
+	if err := syscall.Kill(first, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for pid() == first || pid() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("not started again within 10 s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	second := pid()
+	if err := syscall.Kill(second, 0); err != nil {
+		t.Fatalf("the new process %d does not run: %v", second, err)
+	}
+	if log, _ := os.ReadFile(filepath.Join(dir, "logs", "sleeper.log")); strings.Count(string(log), "\n=== ") != 2 {
+		t.Errorf("log shows %d starts, want 2:\n%s", strings.Count(string(log), "\n=== "), log)
+	}
+	c.Stop()
+	time.Sleep(300 * time.Millisecond)
+	if err := syscall.Kill(second, 0); err == nil {
+		t.Errorf("process %d still runs after Stop", second)
+	}
+	if _, err := os.Stat(c.PIDFile("sleeper")); err == nil {
+		t.Error("PID file left after Stop: something was started again")
 	}
 }

@@ -75,6 +75,7 @@ var steps = []struct {
 	{"3-reconcile", stepReconcile},
 	{"4-new-teamspace", stepNewTeamSpace},
 	{"5-drift", stepDrift},
+	{"5a-late-garbage-collector", stepLateGarbageCollector},
 	{"5b-ownership", stepOwnership},
 	{"5c-day-one", stepDayOne},
 	{"5c2-owned-fields", stepOwnedFields},

@@ -155,17 +155,16 @@ func adoptedNeverDeleted(h *History, _ Bounds) []Violation {
 	return out
 }
 
-// QuotaGaps is the longest each namespace was seen without its quota
-// between two samples that had it (or the end of the samples), by
-// namespace: a gap that a sample with it ends, or the samples' end.
+// QuotaGaps is the longest each namespace was seen without its quota, by
+// namespace: from the first sample without it to the next with it, or to
+// the namespace's last sample (its TeamSpace deleted, or the run's end).
 func QuotaGaps(h *History) map[string]time.Duration {
-	gaps, since := map[string]time.Duration{}, map[string]time.Time{}
-	var last time.Time
+	gaps, since, last := map[string]time.Duration{}, map[string]time.Time{}, map[string]time.Time{}
 	for _, e := range h.sorted() {
 		if e.Kind != QuotaSample {
 			continue
 		}
-		last = e.At
+		last[e.Namespace] = e.At
 		start, missing := since[e.Namespace]
 		switch {
 		case !e.Present && !missing:
@@ -176,7 +175,7 @@ func QuotaGaps(h *History) map[string]time.Duration {
 		}
 	}
 	for ns, start := range since {
-		gaps[ns] = max(gaps[ns], last.Sub(start))
+		gaps[ns] = max(gaps[ns], last[ns].Sub(start))
 	}
 	return gaps
 }
@@ -272,4 +271,38 @@ func memoryBounded(h *History, b Bounds) []Violation {
 		}
 	}
 	return out
+}
+
+// LongestNotReady is the longest any TeamSpace, once seen Ready, was seen
+// not Ready until it was Ready again (or the samples ended), and which
+// TeamSpace: a fault's cost, or a change's while it is acted on.
+func LongestNotReady(h *History) (time.Duration, string) {
+	since, wasReady, last, names := map[string]time.Time{}, map[string]bool{}, map[string]time.Time{}, map[string]string{}
+	var longest time.Duration
+	var who string
+	for _, e := range h.sorted() {
+		if e.Kind != ReadySample {
+			continue
+		}
+		last[e.UID], names[e.UID] = e.At, e.TeamSpace
+		start, down := since[e.UID]
+		switch {
+		case e.Ready() && down:
+			if d := e.At.Sub(start); d > longest {
+				longest, who = d, e.TeamSpace
+			}
+			delete(since, e.UID)
+		case !e.Ready() && !down && wasReady[e.UID]:
+			since[e.UID] = e.At
+		}
+		if e.Ready() {
+			wasReady[e.UID] = true
+		}
+	}
+	for uid, start := range since { // to its last sample: a TeamSpace deleted meanwhile is not sampled on
+		if d := last[uid].Sub(start); d > longest {
+			longest, who = d, names[uid]
+		}
+	}
+	return longest, who
 }

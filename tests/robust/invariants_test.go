@@ -55,6 +55,16 @@ func TestGoodHistory(t *testing.T) {
 	if g := QuotaGaps(good())["team-b"]; g != 2*time.Second {
 		t.Errorf("team-b's longest gap %s, want 2s", g)
 	}
+	// A namespace no longer sampled (its TeamSpace deleted) ends its gap
+	// at its own last sample, however long others are sampled on.
+	h := good()
+	h.Add(Event{At: at(20), Kind: QuotaSample, Namespace: "team-c", Present: true})
+	h.Add(Event{At: at(21), Kind: QuotaSample, Namespace: "team-c", Present: false})
+	h.Add(Event{At: at(23), Kind: QuotaSample, Namespace: "team-c", Present: false})
+	h.Add(Event{At: at(90), Kind: QuotaSample, Namespace: "team-b", Present: true})
+	if g := QuotaGaps(h)["team-c"]; g != 2*time.Second {
+		t.Errorf("team-c's gap %s, want 2s (to its last sample)", g)
+	}
 }
 
 // TestEachInvariantFails breaks, once each, what one invariant guards,

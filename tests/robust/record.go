@@ -94,6 +94,10 @@ func (r *Recorder) History() *History {
 	return &History{Events: append([]Event(nil), r.h.Events...)}
 }
 
+// Add appends what the run observed beside the recorder: a fault
+// injected, a memory sample.
+func (r *Recorder) Add(e Event) { r.add(e) }
+
 func (r *Recorder) add(e Event) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -47,6 +47,7 @@ type Server struct {
 
 	bin, addr, access, secret, log string
 	certFile, keyFile              string
+	readOnly                       bool
 	cmd                            *exec.Cmd
 	done                           chan struct{}
 }
@@ -203,6 +204,9 @@ func (s *Server) StartAgain(t testing.TB) {
 		t.Fatal(err)
 	}
 	args := []string{"--access", s.access, "--secret", s.secret, "--port", s.addr}
+	if s.readOnly {
+		args = append(args, "--readonly")
+	}
 	if s.CAFile != "" {
 		args = append(args, "--cert", s.certFile, "--key", s.keyFile)
 	}
@@ -228,6 +232,27 @@ func (s *Server) StartAgain(t testing.TB) {
 		resp.Body.Close()
 		return nil
 	})
+}
+
+// StartReadOnly starts the gateway (again, after Stop or Kill) refusing
+// every write (versitygw --readonly): an archive that answers and will not
+// store; StartAgain makes it writable again.
+func (s *Server) StartReadOnly(t testing.TB) {
+	t.Helper()
+	s.readOnly = true
+	defer func() { s.readOnly = false }()
+	s.StartAgain(t)
+}
+
+// Kill kills the gateway with SIGKILL and waits until it is gone.
+func (s *Server) Kill(t testing.TB) {
+	t.Helper()
+	if s.cmd == nil {
+		return
+	}
+	_ = s.cmd.Process.Kill()
+	<-s.done
+	s.cmd = nil
 }
 
 // Stop stops the gateway (SIGTERM, then SIGKILL after 10 s); the port is

@@ -3,7 +3,12 @@
 // SIGTERM or SIGINT, then stops every component. Once the control plane is
 // ready it writes STATE/env, the shell lines that point kubectl at it.
 //
-//	controlplane --state-dir=DIR
+//	controlplane --state-dir=DIR [--restart-after=2s]
+//
+// With --restart-after above 0 a component that exits is started again
+// after that pause, as its systemd unit would (Restart=always): a fault
+// run (issue #67) kills them with SIGKILL. Each one's PID is in
+// STATE/run/NAME.pid.
 //
 // The binaries are found like the tests find them (TEAMSPACE_CACHE,
 // KUBE_VERSION, TEAMSPACE_DATASTORE, KINE_VERSION; hack/lib.sh builds them).
@@ -33,6 +38,7 @@ func main() {
 
 func run() error {
 	stateDir := flag.String("state-dir", "", "state directory (certificates, data, logs, env); required")
+	restartAfter := flag.Duration("restart-after", 0, "start a component that exited again after this pause (0: never; the control plane is then down until restarted)")
 	flag.Parse()
 	if *stateDir == "" {
 		return fmt.Errorf("--state-dir is required")
@@ -55,6 +61,9 @@ func run() error {
 		return err
 	}
 	defer cp.Stop()
+	if *restartAfter > 0 {
+		cp.Supervise(*restartAfter)
+	}
 	var env strings.Builder
 	for _, kv := range cp.Env() {
 		k, v, _ := strings.Cut(kv, "=")
