@@ -202,6 +202,19 @@ func (o *observation) ours(obj *Object, u *unit) bool {
 	return lr != nil && obj.Kind == quotaType.kind && ownedBy(obj, string(lr.Metadata.UID))
 }
 
+// foundQuotas counts the quotas in adopted unit u's namespace that are
+// not the TeamSpace's: the team's own, which team-objects' resourcequotas
+// count must hold beside the platform's.
+func (o *observation) foundQuotas(u *unit) int64 {
+	var n int64
+	for _, q := range o.related[quotaType.key] {
+		if q.Metadata.Namespace == u.namespace && !o.ours(q, u) {
+			n++
+		}
+	}
+	return n
+}
+
 // adoptionStatus is status.namespaces[].adoption of adopted unit u: the
 // plan, kept up to date once confirmed.
 func (o *observation) adoptionStatus(u *unit, confirmed bool) *v1alpha1.AdoptionStatus {

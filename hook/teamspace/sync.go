@@ -158,6 +158,7 @@ func planUnits(o *observation, spec Spec, unasked []*unit) []*unit {
 	for _, u := range all {
 		if u.adopted {
 			u.types, u.takenNames = o.adoptedTypes(u)
+			u.foundQuotas = o.foundQuotas(u)
 		}
 		if known {
 			u.copies, u.taken = unitCopies(selected, u)

@@ -45,6 +45,9 @@ type unit struct {
 	// for every other namespace (perNamespaceTypes).
 	types      []*childType
 	takenNames []v1alpha1.KindName
+	// foundQuotas are the quotas of the team's own in an adopted
+	// namespace: team-objects' resourcequotas count is raised by as many.
+	foundQuotas int64
 }
 
 // inside are the child types answered once per namespace for unit u.

@@ -305,10 +305,9 @@ func multiTenancyBenchmarks(t *testing.T, m mtbTenant) {
 	})
 	t.Run("MTB-PL1-CC-FNS-2 configure namespace object limits", func(t *testing.T) {
 		keys := quotaKeys(t)
-		// resourcequotas are not counted: tenant A cannot make any
-		// (MTB-PL1-CC-TI-1 above), and a count would only slow the
-		// platform's repair of a deleted quota (limits-config.yaml).
-		for _, r := range []string{"pods", "services", "replicationcontrollers", "secrets", "configmaps", "persistentvolumeclaims", "services.nodeports", "services.loadbalancers"} {
+		// resourcequotas too (kubectl-mtb's own list): the platform's two,
+		// with room to make them again (QuotaRepairHeadroom).
+		for _, r := range []string{"pods", "services", "replicationcontrollers", "resourcequotas", "secrets", "configmaps", "persistentvolumeclaims", "services.nodeports", "services.loadbalancers"} {
 			if !strings.Contains(keys, `"`+r+`"`) {
 				t.Errorf("no quota of %s counts %s: %s", nsA, r, keys)
 			}

@@ -13,13 +13,13 @@ import (
 // shippedDefaultObjects is spec.objects as the shipped defaultObjects
 // fills it in (hack/deploy/limits-config.yaml).
 var shippedDefaultObjects = map[string]any{
-	"configmaps": 50, "persistentvolumeclaims": 5, "replicationcontrollers": 0,
+	"configmaps": 50, "persistentvolumeclaims": 5, "replicationcontrollers": 0, "resourcequotas": 2,
 	"secrets": 50, "services": 10, "services.loadbalancers": 0, "services.nodeports": 0,
 }
 
 // shippedMaxObjects is the shipped maxObjects.
 var shippedMaxObjects = map[string]any{
-	"configmaps": 200, "persistentvolumeclaims": 20, "replicationcontrollers": 10,
+	"configmaps": 200, "persistentvolumeclaims": 20, "replicationcontrollers": 10, "resourcequotas": 2,
 	"secrets": 200, "services": 50, "services.loadbalancers": 2, "services.nodeports": 5,
 }
 

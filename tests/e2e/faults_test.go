@@ -14,6 +14,9 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"github.com/labhub/teamspace/tests/robust"
 	"github.com/labhub/teamspace/tests/s3store"
 )
@@ -79,7 +82,7 @@ func TestFaultRun(t *testing.T) {
 	if err := wl.Populate(w.ctx, count); err != nil {
 		t.Fatalf("creating %d TeamSpaces: %v", count, err)
 	}
-	w.poll(t, fmt.Sprintf("all %d TeamSpaces Ready", count), func() bool { return f.notReady(wl.Live()) == nil })
+	f.waitReady(t, fmt.Sprintf("all %d TeamSpaces Ready", count), wl.Live)
 	t.Logf("%d TeamSpaces Ready %s after the first create", count, time.Since(t0).Round(100*time.Millisecond))
 
 	rec := &robust.Recorder{Kube: w.kube, Dynamic: w.dyn, Archive: robust.DirArchive(filepath.Join(srv.Root, srv.Bucket, "archive")), Interval: 500 * time.Millisecond}
@@ -110,7 +113,7 @@ func TestFaultRun(t *testing.T) {
 	stopOps()
 	<-opsDone
 	last := time.Now()
-	w.poll(t, "every live TeamSpace Ready after the last fault", func() bool { return f.notReady(wl.Live()) == nil })
+	f.waitReady(t, "every live TeamSpace Ready after the last fault", wl.Live)
 	converged := time.Since(last)
 	time.Sleep(3 * time.Second) // the recorder's samples of the converged state
 	f.memory(rec)
@@ -246,18 +249,45 @@ func (f *faultRun) healAll() {
 }
 
 // notReady is the TeamSpaces of names that exist and are not Ready for
-// their current generation.
+// their current generation, from one list (a fleet of a thousand).
 func (f *faultRun) notReady(names []string) []string {
+	list, err := f.w.dyn.Resource(teamSpaces).List(f.w.ctx, metav1.ListOptions{})
+	if err != nil {
+		return []string{"(list: " + err.Error() + ")"}
+	}
+	byName := map[string]*unstructured.Unstructured{}
+	for i := range list.Items {
+		byName[list.Items[i].GetName()] = &list.Items[i]
+	}
 	var out []string
 	for _, n := range names {
-		if _, err := f.w.teamSpace(n); err != nil {
+		ts, ok := byName[n]
+		if !ok || ts.GetDeletionTimestamp() != nil {
 			continue
 		}
-		if !f.w.observedCurrent(n) || !f.w.ready(n) {
+		obs, _, _ := unstructured.NestedInt64(ts.Object, "status", "observedGeneration")
+		if obs != ts.GetGeneration() || !robust.Ready(ts) {
 			out = append(out, n)
 		}
 	}
 	return out
+}
+
+// waitReady lists the TeamSpaces every second until every one of names
+// is Ready for its generation, up to the walk's timeout.
+func (f *faultRun) waitReady(t *testing.T, what string, names func() []string) {
+	t.Helper()
+	deadline := time.Now().Add(f.w.timeout)
+	for {
+		left := f.notReady(names())
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) || f.w.ctx.Err() != nil {
+			t.Fatalf("timed out after %s waiting for %s: %d not Ready, first %v", f.w.timeout, what, len(left), left[:min(len(left), 10)])
+		}
+		time.Sleep(time.Second)
+	}
 }
 
 // memory adds a memory sample of each engine and hook to the history.

@@ -76,6 +76,7 @@ var steps = []struct {
 	{"4-new-teamspace", stepNewTeamSpace},
 	{"5-drift", stepDrift},
 	{"5a-late-garbage-collector", stepLateGarbageCollector},
+	{"5a2-quota-repair-uncounted", stepQuotaRepairUncounted},
 	{"5b-ownership", stepOwnership},
 	{"5c-day-one", stepDayOne},
 	{"5c2-owned-fields", stepOwnedFields},

@@ -214,9 +214,12 @@ func quotasWithinTotals(h *History, _ Bounds) []Violation {
 	return out
 }
 
-// readyAfterFaults: every TeamSpace sampled after the last fault ended
-// was seen Ready within the bound of that end, and stayed so in every
-// later sample. A run without faults has nothing to recover from.
+// readyAfterFaults: every TeamSpace was Ready within the bound of the
+// last fault's end, and stayed so. The samples are a step function (the
+// recorder keeps changes, and each object's last value as last seen): a
+// TeamSpace not Ready at one sample is taken as not Ready until its next
+// Ready sample, or its last sample. A run without faults has nothing to
+// recover from.
 func readyAfterFaults(h *History, b Bounds) []Violation {
 	var end time.Time
 	for _, e := range h.Events {
@@ -227,22 +230,25 @@ func readyAfterFaults(h *History, b Bounds) []Violation {
 	if end.IsZero() {
 		return nil // no fault: nothing to recover from
 	}
-	lastNotReady := map[string]time.Time{}
-	names := map[string]string{}
+	lastNotReady, down, names := map[string]time.Time{}, map[string]bool{}, map[string]string{}
 	for _, e := range h.sorted() {
-		if e.Kind != ReadySample || e.At.Before(end) {
+		if e.Kind != ReadySample {
 			continue
 		}
 		names[e.UID] = e.TeamSpace
-		if !e.Ready() {
-			lastNotReady[e.UID] = e.At
+		switch {
+		case !e.Ready():
+			lastNotReady[e.UID], down[e.UID] = e.At, true
+		case down[e.UID]:
+			lastNotReady[e.UID] = e.At // not Ready until this sample
+			delete(down, e.UID)
 		}
 	}
 	var out []Violation
 	for _, uid := range slices.Sorted(maps.Keys(lastNotReady)) {
 		if at := lastNotReady[uid]; at.Sub(end) > b.ReadyAfterFaults {
 			out = append(out, Violation{"ready-after-faults",
-				fmt.Sprintf("TeamSpace %s was not Ready at %s, %s after the last fault ended, more than %s", names[uid], at.Format(time.RFC3339Nano), at.Sub(end), b.ReadyAfterFaults),
+				fmt.Sprintf("TeamSpace %s was not Ready until %s, %s after the last fault ended, more than %s", names[uid], at.Format(time.RFC3339Nano), at.Sub(end), b.ReadyAfterFaults),
 				[]string{"TeamSpace " + names[uid] + " " + uid}})
 		}
 	}

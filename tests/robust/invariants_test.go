@@ -103,6 +103,10 @@ func TestEachInvariantFails(t *testing.T) {
 			h.Add(Event{At: at(14), Kind: TeamQuotas, TeamSpace: "b", UID: "ub", Totals: map[string]int64{"pods": 4, "requests.cpu": 1000}, Sum: map[string]int64{"pods": 5, "requests.cpu": 1000}})
 		}},
 		{"ready-after-faults", "b not Ready 1 s after the last fault, bound 0.5 s", Bounds{QuotaGap: time.Minute, ReadyAfterFaults: 500 * time.Millisecond, MemoryGrowth: 2}, func(*History) {}},
+		{"ready-after-faults", "b not Ready from before the end until long after, nothing sampled between (changes only)", loose, func(h *History) {
+			drop(h, func(e Event) bool { return e.Kind == ReadySample && e.At.After(at(10)) })
+			h.Add(Event{At: at(95), Kind: ReadySample, TeamSpace: "b", UID: "ub", Present: true})
+		}},
 		{"ready-after-faults", "b not Ready again later", loose, func(h *History) {
 			h.Add(Event{At: at(90), Kind: ReadySample, TeamSpace: "b", UID: "ub", Present: false})
 		}},

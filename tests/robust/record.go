@@ -3,6 +3,7 @@ package robust
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -85,6 +86,7 @@ type Recorder struct {
 	confirmed map[string]bool   // TeamSpace uid + "/" + entry
 	stored    map[string]bool   // archive keys
 	hadQuota  map[string]bool   // namespaces sampled with their quota once
+	last      map[string]sampled
 }
 
 // History is a copy of what was recorded so far.
@@ -117,7 +119,7 @@ func (r *Recorder) once(uid, what string, e Event) {
 
 // Run records until ctx ends.
 func (r *Recorder) Run(ctx context.Context) error {
-	r.seen, r.confirmed, r.stored, r.hadQuota = map[string]string{}, map[string]bool{}, map[string]bool{}, map[string]bool{}
+	r.seen, r.confirmed, r.stored, r.hadQuota, r.last = map[string]string{}, map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]sampled{}
 	dyn := dynamicinformer.NewDynamicSharedInformerFactory(r.Dynamic, 0)
 	tsInformer := dyn.ForResource(teamSpaces).Informer()
 	kube := informers.NewSharedInformerFactory(r.Kube, 0)
@@ -150,6 +152,9 @@ func (r *Recorder) Run(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
+			r.mu.Lock()
+			r.close(time.Time{}) // every object as last seen: the samples' end
+			r.mu.Unlock()
 			return nil
 		case <-tick.C:
 		}
@@ -226,7 +231,12 @@ func (r *Recorder) record(rec StoredRecord) {
 
 // sample records, for every TeamSpace not being deleted, whether it is
 // Ready, whether each of its namespaces (once it had its quota) has
-// team-quota, and its quotas' pods and cpu together against its totals.
+// team-quota, and its quotas' pods and cpu together against its totals:
+// each only when it differs from what was last recorded of it (a fleet of
+// a thousand sampled twice a second for twenty minutes would otherwise
+// hold millions of events), and once more, as last seen, when it is no
+// longer sampled (closing): so that the samples read as a step function,
+// each value holding until the next sample of its object.
 func (r *Recorder) sample(teamspaces, namespaces []any, quota func(ns string) (*corev1.ResourceQuota, bool)) {
 	now := time.Now()
 	byOwner := map[string][]string{}
@@ -236,24 +246,24 @@ func (r *Recorder) sample(teamspaces, namespaces []any, quota func(ns string) (*
 			byOwner[string(ref.UID)] = append(byOwner[string(ref.UID)], ns.Name)
 		}
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	for _, o := range teamspaces {
 		ts := o.(*unstructured.Unstructured)
 		if ts.GetDeletionTimestamp() != nil {
 			continue
 		}
 		uid := string(ts.GetUID())
-		r.add(Event{At: now, Kind: ReadySample, TeamSpace: ts.GetName(), UID: uid, Present: ready(ts)})
+		r.changed(Event{At: now, Kind: ReadySample, TeamSpace: ts.GetName(), UID: uid, Present: ready(ts)})
 		sum := map[string]int64{}
 		for _, ns := range byOwner[uid] {
 			q, present := quota(ns)
-			r.mu.Lock()
 			if present {
 				r.hadQuota[ns] = true
 			}
 			if r.hadQuota[ns] {
-				r.h.Add(Event{At: now, Kind: QuotaSample, TeamSpace: ts.GetName(), UID: uid, Namespace: ns, Present: present})
+				r.changed(Event{At: now, Kind: QuotaSample, TeamSpace: ts.GetName(), UID: uid, Namespace: ns, Present: present})
 			}
-			r.mu.Unlock()
 			if present {
 				sum["pods"] += q.Spec.Hard.Pods().Value()
 				sum["requests.cpu"] += q.Spec.Hard.Name(corev1.ResourceRequestsCPU, resource.DecimalSI).MilliValue()
@@ -266,12 +276,60 @@ func (r *Recorder) sample(teamspaces, namespaces []any, quota func(ns string) (*
 			totals["requests.cpu"] = q.MilliValue()
 		}
 		if len(byOwner[uid]) > 0 {
-			r.add(Event{At: now, Kind: TeamQuotas, TeamSpace: ts.GetName(), UID: uid, Totals: totals, Sum: sum})
+			r.changed(Event{At: now, Kind: TeamQuotas, TeamSpace: ts.GetName(), UID: uid, Totals: totals, Sum: sum})
 		}
+	}
+	r.close(now)
+}
+
+// sampled is what was last sampled of one object: the event recorded
+// last, and when the object was last seen with that value.
+type sampled struct {
+	e    Event
+	seen time.Time
+}
+
+// sampleKey names the object a sample is of.
+func sampleKey(e Event) string { return string(e.Kind) + " " + e.UID + " " + e.Namespace }
+
+// sameValue reports whether two samples of one object say the same.
+func sameValue(a, b Event) bool {
+	return a.Present == b.Present && maps.Equal(a.Sum, b.Sum) && maps.Equal(a.Totals, b.Totals)
+}
+
+// changed records e when it differs from the last sample recorded of its
+// object (r.mu held).
+func (r *Recorder) changed(e Event) {
+	k := sampleKey(e)
+	if last, ok := r.last[k]; ok && sameValue(last.e, e) {
+		last.seen = e.At
+		r.last[k] = last
+		return
+	}
+	r.h.Add(e)
+	r.last[k] = sampled{e: e, seen: e.At}
+}
+
+// close records, for every object not sampled at round (or all, for the
+// zero time: the end), its value once more as last seen, unless that
+// sample is recorded already (r.mu held).
+func (r *Recorder) close(round time.Time) {
+	for k, last := range r.last {
+		if !round.IsZero() && last.seen.Equal(round) {
+			continue
+		}
+		if last.seen.After(last.e.At) {
+			e := last.e
+			e.At = last.seen
+			r.h.Add(e)
+		}
+		delete(r.last, k)
 	}
 }
 
-// ready reports whether a TeamSpace's Ready condition is True.
+// Ready reports whether a TeamSpace's Ready condition is True.
+func Ready(ts *unstructured.Unstructured) bool { return ready(ts) }
+
 func ready(ts *unstructured.Unstructured) bool {
 	conds, _, _ := unstructured.NestedSlice(ts.Object, "status", "conditions")
 	for _, c := range conds {

@@ -131,10 +131,12 @@ type TeamSpaceSpec struct {
 	// How many objects of a kind the namespace may hold (ResourceQuota
 	// team-objects), by quota name: configmaps (at least 1:
 	// kube-root-ca.crt), persistentvolumeclaims, replicationcontrollers,
-	// resourcequotas (at least 2: team-quota and team-objects), secrets,
-	// services, services.loadbalancers, services.nodeports; each
-	// 0..100000. Unset or empty, objects are not counted (unless the
-	// platform's limits give defaults).
+	// resourcequotas (at least 2: team-quota and team-objects; the quota
+	// holds 10 more, so that the platform may make them again before the
+	// quota controller has counted a deletion, and an adopted namespace's
+	// own quotas besides), secrets, services, services.loadbalancers,
+	// services.nodeports; each 0..100000. Unset or empty, objects are not
+	// counted (unless the platform's limits give defaults).
 	//
 	// +optional
 	Objects ObjectCounts `json:"objects,omitempty"`
@@ -377,7 +379,8 @@ type ObjectCounts map[string]ObjectCount
 // ObjectShares are a namespace's shares of the team's object counts, by
 // quota name. resourcequotas is not divided: a team cannot make quotas
 // (ClusterRole admin holds no write on them), so every namespace holds
-// spec.objects.resourcequotas, its own two and room to make one again.
+// spec.objects.resourcequotas (and room to make the platform's two again,
+// spec.objects).
 //
 // +kubebuilder:validation:MaxProperties=7
 // +kubebuilder:validation:XValidation:rule="self.all(k, k in ['configmaps', 'persistentvolumeclaims', 'replicationcontrollers', 'secrets', 'services', 'services.loadbalancers', 'services.nodeports'])",message="takes only configmaps, persistentvolumeclaims, replicationcontrollers, secrets, services, services.loadbalancers, services.nodeports (resourcequotas is not divided: every namespace holds spec.objects.resourcequotas)",reason=FieldValueInvalid
