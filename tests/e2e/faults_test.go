@@ -82,7 +82,9 @@ func TestFaultRun(t *testing.T) {
 	if err := wl.Populate(w.ctx, count); err != nil {
 		t.Fatalf("creating %d TeamSpaces: %v", count, err)
 	}
-	f.waitReady(t, fmt.Sprintf("all %d TeamSpaces Ready", count), wl.Live)
+	if left := f.waitReady(fmt.Sprintf("all %d TeamSpaces Ready", count), wl.Live); left != "" {
+		t.Fatal(left)
+	}
 	t.Logf("%d TeamSpaces Ready %s after the first create", count, time.Since(t0).Round(100*time.Millisecond))
 
 	rec := &robust.Recorder{Kube: w.kube, Dynamic: w.dyn, Archive: robust.DirArchive(filepath.Join(srv.Root, srv.Bucket, "archive")), Interval: 500 * time.Millisecond}
@@ -113,7 +115,9 @@ func TestFaultRun(t *testing.T) {
 	stopOps()
 	<-opsDone
 	last := time.Now()
-	f.waitReady(t, "every live TeamSpace Ready after the last fault", wl.Live)
+	// Not converging is a finding like any violation: the history, the
+	// operations and the invariants are still saved and checked.
+	notConverged := f.waitReady("every live TeamSpace Ready after the last fault", wl.Live)
 	converged := time.Since(last)
 	time.Sleep(3 * time.Second) // the recorder's samples of the converged state
 	f.memory(rec)
@@ -131,10 +135,13 @@ func TestFaultRun(t *testing.T) {
 	violations := append(robust.Check(h, bounds), robust.CheckFinal(final)...)
 	f.save(t, h, wl.Ops(), schedule)
 	f.report(t, seed, count, length, h, wl.Ops(), converged, bounds)
+	if notConverged != "" {
+		t.Error(notConverged)
+	}
 	for _, v := range violations {
 		t.Errorf("%s", v)
 	}
-	if len(violations) > 0 {
+	if len(violations) > 0 || notConverged != "" {
 		t.Logf("replay with %s=%d %s=%d %s=%s (history and operations in %s)", faultSeedEnv, seed, faultCountEnv, count, faultForEnv, length, w.out)
 	}
 }
@@ -274,17 +281,22 @@ func (f *faultRun) notReady(names []string) []string {
 }
 
 // waitReady lists the TeamSpaces every second until every one of names
-// is Ready for its generation, up to the walk's timeout.
-func (f *faultRun) waitReady(t *testing.T, what string, names func() []string) {
-	t.Helper()
+// is Ready for its generation, up to the walk's timeout; else it says
+// which are not and why (their Ready condition).
+func (f *faultRun) waitReady(what string, names func() []string) string {
 	deadline := time.Now().Add(f.w.timeout)
 	for {
 		left := f.notReady(names())
 		if len(left) == 0 {
-			return
+			return ""
 		}
 		if time.Now().After(deadline) || f.w.ctx.Err() != nil {
-			t.Fatalf("timed out after %s waiting for %s: %d not Ready, first %v", f.w.timeout, what, len(left), left[:min(len(left), 10)])
+			var why []string
+			for _, n := range left[:min(len(left), 10)] {
+				reason, msg := f.w.readyReason(n)
+				why = append(why, fmt.Sprintf("%s: %s: %.300s", n, reason, msg))
+			}
+			return fmt.Sprintf("timed out after %s waiting for %s: %d not Ready:\n%s", f.w.timeout, what, len(left), strings.Join(why, "\n"))
 		}
 		time.Sleep(time.Second)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -24,6 +25,10 @@ type Final struct {
 	Namespaces map[string]string
 	// Quotas: the namespaces that hold team-quota.
 	Quotas map[string]bool
+	// QuotaOwners: the controller's uid of each quota labelled for a
+	// TeamSpace ("namespace/name"); LimitRanges: the uid of each
+	// namespace's team-defaults, the quotas' parent.
+	QuotaOwners, LimitRanges map[string]string
 	// Labelled: "kind namespace/name" of every quota, LimitRange and
 	// RoleBinding to the TeamSpace its label names.
 	Labelled map[string]string
@@ -31,7 +36,8 @@ type Final struct {
 
 // ReadFinal lists what Final holds.
 func ReadFinal(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface) (*Final, error) {
-	f := &Final{Namespaces: map[string]string{}, Quotas: map[string]bool{}, Labelled: map[string]string{}}
+	f := &Final{Namespaces: map[string]string{}, Quotas: map[string]bool{}, Labelled: map[string]string{},
+		QuotaOwners: map[string]string{}, LimitRanges: map[string]string{}}
 	list, err := dyn.Resource(teamSpaces).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
@@ -65,6 +71,10 @@ func ReadFinal(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Inter
 		}
 		if t := q.Labels[v1alpha1.TeamSpaceLabel]; t != "" {
 			f.Labelled["ResourceQuota "+q.Namespace+"/"+q.Name] = t
+			f.QuotaOwners[q.Namespace+"/"+q.Name] = ""
+			if ref := metav1.GetControllerOf(&q); ref != nil {
+				f.QuotaOwners[q.Namespace+"/"+q.Name] = string(ref.UID)
+			}
 		}
 	}
 	lrs, err := kube.CoreV1().LimitRanges("").List(ctx, sel)
@@ -73,6 +83,9 @@ func ReadFinal(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Inter
 	}
 	for _, o := range lrs.Items {
 		f.Labelled["LimitRange "+o.Namespace+"/"+o.Name] = o.Labels[v1alpha1.TeamSpaceLabel]
+		if o.Name == "team-defaults" {
+			f.LimitRanges[o.Namespace] = string(o.UID)
+		}
 	}
 	rbs, err := kube.RbacV1().RoleBindings("").List(ctx, sel)
 	if err != nil {
@@ -107,6 +120,7 @@ var FinalInvariants = []struct {
 	Check func(*Final) []Violation
 }{
 	{"children-as-spec", childrenAsSpec},
+	{"quotas-of-their-limitrange", quotasOfTheirLimitRange},
 	{"nothing-in-another-team", nothingInAnotherTeam},
 }
 
@@ -154,6 +168,21 @@ func childrenAsSpec(f *Final) []Violation {
 	for _, ns := range slices.Sorted(maps.Keys(f.Namespaces)) {
 		if owner := f.Namespaces[ns]; owner != "" && !live[owner] {
 			out = append(out, Violation{"children-as-spec", fmt.Sprintf("namespace %s is controlled by TeamSpace uid %s, which is not live", ns, owner), []string{"Namespace " + ns}})
+		}
+	}
+	return out
+}
+
+// quotasOfTheirLimitRange: every quota of a team is the attachment of its
+// namespace's LimitRange team-defaults, the parent the engine keeps it as
+// asked through; one whose controller is gone (a LimitRange deleted, its
+// quota left by the garbage collector) is a quota nobody repairs.
+func quotasOfTheirLimitRange(f *Final) []Violation {
+	var out []Violation
+	for _, key := range slices.Sorted(maps.Keys(f.QuotaOwners)) {
+		ns, _, _ := strings.Cut(key, "/")
+		if lr, ok := f.LimitRanges[ns]; ok && f.QuotaOwners[key] != lr {
+			out = append(out, Violation{"quotas-of-their-limitrange", fmt.Sprintf("ResourceQuota %s is controlled by uid %q, not by LimitRange %s/team-defaults (uid %s)", key, f.QuotaOwners[key], ns, lr), []string{"ResourceQuota " + key, "LimitRange " + ns + "/team-defaults " + lr}})
 		}
 	}
 	return out

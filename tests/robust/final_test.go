@@ -31,6 +31,8 @@ func goodFinal() *Final {
 		Quotas:     map[string]bool{"team-a": true, "team-a--dev": true, "team-b": true, "legacy": true},
 		Labelled: map[string]string{"ResourceQuota team-a/team-quota": "a", "RoleBinding team-a--dev/team-owners": "a",
 			"ResourceQuota legacy/team-quota": "b", "LimitRange team-b/team-limits": "b"},
+		QuotaOwners: map[string]string{"team-a/team-quota": "lra", "legacy/team-quota": "lrl"},
+		LimitRanges: map[string]string{"team-a": "lra", "legacy": "lrl"},
 	}
 }
 
@@ -53,6 +55,7 @@ func TestEachFinalInvariantFails(t *testing.T) {
 		{"a namespace asked for by none", "children-as-spec", "Namespace team-a--old", func(f *Final) { f.Namespaces["team-a--old"] = "ua" }},
 		{"a namespace of a TeamSpace gone", "children-as-spec", "Namespace team-c", func(f *Final) { f.Namespaces["team-c"] = "uc" }},
 		{"another's namespace", "children-as-spec", "Namespace team-a--dev", func(f *Final) { f.Namespaces["team-a--dev"] = "ub" }},
+		{"a quota its LimitRange does not control", "quotas-of-their-limitrange", "ResourceQuota team-a/team-quota", func(f *Final) { f.LimitRanges["team-a"] = "lra2" }},
 		{"b's object in a's namespace", "nothing-in-another-team", "RoleBinding team-a/team-owners", func(f *Final) { f.Labelled["RoleBinding team-a/team-owners"] = "b" }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
