@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
@@ -25,6 +27,8 @@ type Final struct {
 	Namespaces map[string]string
 	// Quotas: the namespaces that hold team-quota.
 	Quotas map[string]bool
+	// Hard: team-quota's pods and requests.cpu (millicores) by namespace.
+	Hard map[string]map[string]int64
 	// QuotaOwners: the controller's uid of each quota labelled for a
 	// TeamSpace ("namespace/name"); LimitRanges: the uid of each
 	// namespace's team-defaults, the quotas' parent.
@@ -37,7 +41,7 @@ type Final struct {
 // ReadFinal lists what Final holds.
 func ReadFinal(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface) (*Final, error) {
 	f := &Final{Namespaces: map[string]string{}, Quotas: map[string]bool{}, Labelled: map[string]string{},
-		QuotaOwners: map[string]string{}, LimitRanges: map[string]string{}}
+		QuotaOwners: map[string]string{}, LimitRanges: map[string]string{}, Hard: map[string]map[string]int64{}}
 	list, err := dyn.Resource(teamSpaces).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
@@ -68,6 +72,8 @@ func ReadFinal(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Inter
 	for _, q := range quotas.Items {
 		if q.Name == "team-quota" {
 			f.Quotas[q.Namespace] = true
+			f.Hard[q.Namespace] = map[string]int64{"pods": q.Spec.Hard.Pods().Value(),
+				"requests.cpu": q.Spec.Hard.Name(corev1.ResourceRequestsCPU, resource.DecimalSI).MilliValue()}
 		}
 		if t := q.Labels[v1alpha1.TeamSpaceLabel]; t != "" {
 			f.Labelled["ResourceQuota "+q.Namespace+"/"+q.Name] = t
@@ -121,6 +127,7 @@ var FinalInvariants = []struct {
 }{
 	{"children-as-spec", childrenAsSpec},
 	{"quotas-of-their-limitrange", quotasOfTheirLimitRange},
+	{"quotas-within-totals-at-rest", quotasWithinTotalsAtRest},
 	{"nothing-in-another-team", nothingInAnotherTeam},
 }
 
@@ -183,6 +190,33 @@ func quotasOfTheirLimitRange(f *Final) []Violation {
 		ns, _, _ := strings.Cut(key, "/")
 		if lr, ok := f.LimitRanges[ns]; ok && f.QuotaOwners[key] != lr {
 			out = append(out, Violation{"quotas-of-their-limitrange", fmt.Sprintf("ResourceQuota %s is controlled by uid %q, not by LimitRange %s/team-defaults (uid %s)", key, f.QuotaOwners[key], ns, lr), []string{"ResourceQuota " + key, "LimitRange " + ns + "/team-defaults " + lr}})
+		}
+	}
+	return out
+}
+
+// quotasWithinTotalsAtRest: once converged, the team-quotas of a
+// TeamSpace's namespaces hold together at most its spec's pods and cpu.
+func quotasWithinTotalsAtRest(f *Final) []Violation {
+	var out []Violation
+	for _, ts := range f.TeamSpaces {
+		pods, _, _ := unstructured.NestedInt64(ts.Object, "spec", "pods")
+		totals := map[string]int64{"pods": pods}
+		if cpu, ok, _ := unstructured.NestedString(ts.Object, "spec", "cpu"); ok {
+			if q, err := resource.ParseQuantity(cpu); err == nil {
+				totals["requests.cpu"] = q.MilliValue()
+			}
+		}
+		sum := map[string]int64{}
+		for ns := range wanted(ts) {
+			for k, v := range f.Hard[ns] {
+				sum[k] += v
+			}
+		}
+		for _, k := range slices.Sorted(maps.Keys(totals)) {
+			if sum[k] > totals[k] {
+				out = append(out, Violation{"quotas-within-totals-at-rest", fmt.Sprintf("TeamSpace %s's quotas hold %s %d together, its total is %d", ts.GetName(), k, sum[k], totals[k]), []string{"TeamSpace " + ts.GetName() + " " + string(ts.GetUID())}})
+			}
 		}
 	}
 	return out

@@ -32,6 +32,7 @@ func goodFinal() *Final {
 		Labelled: map[string]string{"ResourceQuota team-a/team-quota": "a", "RoleBinding team-a--dev/team-owners": "a",
 			"ResourceQuota legacy/team-quota": "b", "LimitRange team-b/team-limits": "b"},
 		QuotaOwners: map[string]string{"team-a/team-quota": "lra", "legacy/team-quota": "lrl"},
+		Hard:        map[string]map[string]int64{"team-a": {"pods": 3}, "team-a--dev": {"pods": 1}, "team-b": {"pods": 3}, "legacy": {"pods": 1}},
 		LimitRanges: map[string]string{"team-a": "lra", "legacy": "lrl"},
 	}
 }
@@ -56,6 +57,7 @@ func TestEachFinalInvariantFails(t *testing.T) {
 		{"a namespace of a TeamSpace gone", "children-as-spec", "Namespace team-c", func(f *Final) { f.Namespaces["team-c"] = "uc" }},
 		{"another's namespace", "children-as-spec", "Namespace team-a--dev", func(f *Final) { f.Namespaces["team-a--dev"] = "ub" }},
 		{"a quota its LimitRange does not control", "quotas-of-their-limitrange", "ResourceQuota team-a/team-quota", func(f *Final) { f.LimitRanges["team-a"] = "lra2" }},
+		{"a's quotas over its pods", "quotas-within-totals-at-rest", "TeamSpace a ua", func(f *Final) { f.Hard["team-a--dev"]["pods"] = 2 }},
 		{"b's object in a's namespace", "nothing-in-another-team", "RoleBinding team-a/team-owners", func(f *Final) { f.Labelled["RoleBinding team-a/team-owners"] = "b" }},
 	} {
 		t.Run(c.name, func(t *testing.T) {

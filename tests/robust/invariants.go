@@ -196,17 +196,29 @@ func quotaGapBounded(h *History, b Bounds) []Violation {
 }
 
 // quotasWithinTotals: a team's quotas never held more together than its
-// totals, in any sample.
+// totals asked for at some point: a sum above every total its spec has
+// had is a share raised before another was lowered (a move applied out of
+// order). A total lowered is met by the quotas a moment later, so a sum
+// between the new total and an earlier one is the lag of the change, not
+// a violation; the converged state is held to the current totals
+// (quotas-within-totals-at-rest).
 func quotasWithinTotals(h *History, _ Bounds) []Violation {
 	var out []Violation
+	most := map[string]map[string]int64{} // by uid: the largest total seen, by resource
 	for _, e := range h.sorted() {
 		if e.Kind != TeamQuotas {
 			continue
 		}
+		if most[e.UID] == nil {
+			most[e.UID] = map[string]int64{}
+		}
+		for k, v := range e.Totals {
+			most[e.UID][k] = max(most[e.UID][k], v)
+		}
 		for _, k := range slices.Sorted(maps.Keys(e.Sum)) {
-			if total, ok := e.Totals[k]; ok && e.Sum[k] > total {
+			if total, ok := most[e.UID][k]; ok && e.Sum[k] > total {
 				out = append(out, Violation{"quotas-within-totals",
-					fmt.Sprintf("TeamSpace %s's quotas held %s %d together at %s, its total is %d", e.TeamSpace, k, e.Sum[k], e.At.Format(time.RFC3339Nano), total),
+					fmt.Sprintf("TeamSpace %s's quotas held %s %d together at %s, more than any total it had (at most %d, now %d)", e.TeamSpace, k, e.Sum[k], e.At.Format(time.RFC3339Nano), total, e.Totals[k]),
 					[]string{"TeamSpace " + e.TeamSpace + " " + e.UID}})
 			}
 		}

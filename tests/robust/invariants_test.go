@@ -55,6 +55,13 @@ func TestGoodHistory(t *testing.T) {
 	if g := QuotaGaps(good())["team-b"]; g != 2*time.Second {
 		t.Errorf("team-b's longest gap %s, want 2s", g)
 	}
+	// A total lowered and the quotas a moment behind: the lag of the
+	// change, not a violation.
+	h0 := good()
+	h0.Add(Event{At: at(14), Kind: TeamQuotas, TeamSpace: "b", UID: "ub", Totals: map[string]int64{"pods": 3, "requests.cpu": 1000}, Sum: map[string]int64{"pods": 4, "requests.cpu": 1000}})
+	if v := Check(h0, loose); len(v) > 0 {
+		t.Errorf("a lowered total's lag taken for a violation: %v", v)
+	}
 	// A namespace no longer sampled (its TeamSpace deleted) ends its gap
 	// at its own last sample, however long others are sampled on.
 	h := good()
