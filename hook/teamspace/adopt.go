@@ -202,17 +202,24 @@ func (o *observation) ours(obj *Object, u *unit) bool {
 	return lr != nil && obj.Kind == quotaType.kind && ownedBy(obj, string(lr.Metadata.UID))
 }
 
-// foundQuotas counts the quotas in adopted unit u's namespace that are
-// not the TeamSpace's: the team's own, which team-objects' resourcequotas
-// count must hold beside the platform's.
-func (o *observation) foundQuotas(u *unit) int64 {
-	var n int64
-	for _, q := range o.related[quotaType.key] {
-		if q.Metadata.Namespace == u.namespace && !o.ours(q, u) {
-			n++
+// teamsOwn are the objects of the related kind key in adopted unit u's
+// namespace that are not the TeamSpace's: the team's own, by name.
+func (o *observation) teamsOwn(u *unit, key string) []*Object {
+	var out []*Object
+	for _, k := range sortedKeys(o.related[key]) {
+		obj := o.related[key][k]
+		if obj.Metadata.Namespace == u.namespace && !o.ours(obj, u) {
+			out = append(out, obj)
 		}
 	}
-	return n
+	return out
+}
+
+// foundQuotas counts the team's own quotas in adopted unit u's namespace,
+// which team-objects' resourcequotas count must hold beside the
+// platform's.
+func (o *observation) foundQuotas(u *unit) int64 {
+	return int64(len(o.teamsOwn(u, quotaType.key)))
 }
 
 // adoptionStatus is status.namespaces[].adoption of adopted unit u: the
@@ -253,11 +260,8 @@ func (o *observation) adoptionStatus(u *unit, confirmed bool) *v1alpha1.Adoption
 	}
 	s.PodSecurity = "found " + found + "; adoption sets " + sets
 	for _, k := range adoptedKinds {
-		for _, key := range sortedKeys(o.related[k.key]) {
-			obj := o.related[k.key][key]
-			if obj.Metadata.Namespace == u.namespace && !o.ours(obj, u) {
-				s.Own = append(s.Own, v1alpha1.KindName(obj.Kind+" "+obj.Metadata.Name))
-			}
+		for _, obj := range o.teamsOwn(u, k.key) {
+			s.Own = append(s.Own, v1alpha1.KindName(obj.Kind+" "+obj.Metadata.Name))
 		}
 	}
 	return s
