@@ -142,7 +142,7 @@ func TestFaultRun(t *testing.T) {
 		t.Errorf("%s", v)
 	}
 	if len(violations) > 0 || notConverged != "" {
-		t.Logf("replay with %s=%d %s=%d %s=%s (history and operations in %s)", faultSeedEnv, seed, faultCountEnv, count, faultForEnv, length, w.out)
+		t.Logf("replay with %s=%d %s=%d %s=%s (history and operations in %s)", faultSeedEnv, seed, faultCountEnv, count, faultForEnv, length, f.evidence())
 	}
 }
 
@@ -157,11 +157,7 @@ type faultRun struct {
 // pid is the PID in a PID file of the setup (up/run/NAME.pid, or the
 // control plane's run/NAME.pid), 0 when there is none.
 func (f *faultRun) pid(file string) int {
-	b, err := os.ReadFile(filepath.Join(f.state, file))
-	if err != nil {
-		return 0
-	}
-	n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	n, _ := readPID(filepath.Join(f.state, file))
 	return n
 }
 
@@ -272,8 +268,7 @@ func (f *faultRun) notReady(names []string) []string {
 		if !ok || ts.GetDeletionTimestamp() != nil {
 			continue
 		}
-		obs, _, _ := unstructured.NestedInt64(ts.Object, "status", "observedGeneration")
-		if obs != ts.GetGeneration() || !robust.Ready(ts) {
+		if !observedCurrentOf(ts) || !robust.Ready(ts) {
 			out = append(out, n)
 		}
 	}
@@ -318,6 +313,17 @@ func (f *faultRun) memory(rec *robust.Recorder) {
 	}
 }
 
+// evidence is where the run's history goes: WALKTHROUGH_OUT when set
+// (hack/bench.sh faults), else beside the setup's state, which is kept
+// when the test fails (startSetup) and removed when it passes: a test's
+// own temporary directory would be gone with the evidence of a failure.
+func (f *faultRun) evidence() string {
+	if os.Getenv("WALKTHROUGH_OUT") != "" {
+		return f.w.out
+	}
+	return filepath.Dir(f.state)
+}
+
 // save writes the history, the operations and the schedule to the
 // evidence directory: what a failing run is read from.
 func (f *faultRun) save(t *testing.T, h *robust.History, ops []robust.Op, schedule []robust.Fault) {
@@ -327,7 +333,7 @@ func (f *faultRun) save(t *testing.T, h *robust.History, ops []robust.Op, schedu
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(f.w.out, name), b, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(f.evidence(), name), b, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -26,11 +26,7 @@ func TestHALayout(t *testing.T) {
 	w := setUp(t, "TEAMSPACE_HA=1", "TEAMSPACE_NO_DEMO=1")
 	run := filepath.Join(w.env["TEAMSPACE_STATE"], "up", "run")
 	pid := func(name string) int {
-		b, err := os.ReadFile(filepath.Join(run, name+".pid"))
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		n, err := readPID(filepath.Join(run, name+".pid"))
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -70,6 +66,16 @@ func TestHALayout(t *testing.T) {
 			t.Errorf("%s is not running again: %v", p, err)
 		}
 	}
+}
+
+// readPID reads a PID file of the setup: hack/up.sh's (up/run/NAME.pid)
+// or the control plane's (run/NAME.pid).
+func readPID(path string) (int, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(strings.TrimSpace(string(b)))
 }
 
 // leadingEngine is the PID file name of the engine that leads ("" while

@@ -1,10 +1,9 @@
 package e2e
 
 import (
-	"os"
+	"errors"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -121,13 +120,12 @@ func stepQuotaRepairUncounted(t *testing.T, w *walk) {
 // plane's PID file (hack/cluster.sh); the step is skipped without one.
 func (w *walk) controllerManagerPID(t *testing.T) int {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(w.env["TEAMSPACE_STATE"], "run", "kube-controller-manager.pid"))
+	pid, err := readPID(filepath.Join(w.env["TEAMSPACE_STATE"], "run", "kube-controller-manager.pid"))
+	if numErr := (*strconv.NumError)(nil); errors.As(err, &numErr) {
+		t.Fatal(err) // there, but not a PID
+	}
 	if err != nil {
 		t.Skipf("no PID of kube-controller-manager (%v): a setup of hack/cluster.sh has it", err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
-		t.Fatal(err)
 	}
 	return pid
 }

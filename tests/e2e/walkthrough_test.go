@@ -446,9 +446,11 @@ func (w *walk) quotaPods(ns string) string {
 // observedCurrent: the engine has synced the TeamSpace's latest generation.
 func (w *walk) observedCurrent(name string) bool {
 	ts, err := w.teamSpace(name)
-	if err != nil {
-		return false
-	}
+	return err == nil && observedCurrentOf(ts)
+}
+
+// observedCurrentOf: the TeamSpace's status is for its current spec.
+func observedCurrentOf(ts *unstructured.Unstructured) bool {
 	obs, _, _ := unstructured.NestedInt64(ts.Object, "status", "observedGeneration")
 	return obs == ts.GetGeneration()
 }

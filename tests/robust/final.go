@@ -7,8 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
@@ -72,8 +70,7 @@ func ReadFinal(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Inter
 	for _, q := range quotas.Items {
 		if q.Name == "team-quota" {
 			f.Quotas[q.Namespace] = true
-			f.Hard[q.Namespace] = map[string]int64{"pods": q.Spec.Hard.Pods().Value(),
-				"requests.cpu": q.Spec.Hard.Name(corev1.ResourceRequestsCPU, resource.DecimalSI).MilliValue()}
+			f.Hard[q.Namespace] = quotaAmounts(&q)
 		}
 		if t := q.Labels[v1alpha1.TeamSpaceLabel]; t != "" {
 			f.Labelled["ResourceQuota "+q.Namespace+"/"+q.Name] = t
@@ -200,13 +197,7 @@ func quotasOfTheirLimitRange(f *Final) []Violation {
 func quotasWithinTotalsAtRest(f *Final) []Violation {
 	var out []Violation
 	for _, ts := range f.TeamSpaces {
-		pods, _, _ := unstructured.NestedInt64(ts.Object, "spec", "pods")
-		totals := map[string]int64{"pods": pods}
-		if cpu, ok, _ := unstructured.NestedString(ts.Object, "spec", "cpu"); ok {
-			if q, err := resource.ParseQuantity(cpu); err == nil {
-				totals["requests.cpu"] = q.MilliValue()
-			}
-		}
+		totals := specTotals(ts)
 		sum := map[string]int64{}
 		for ns := range wanted(ts) {
 			for k, v := range f.Hard[ns] {
@@ -233,13 +224,8 @@ func nothingInAnotherTeam(f *Final) []Violation {
 	}
 	var out []Violation
 	for _, obj := range slices.Sorted(maps.Keys(f.Labelled)) {
-		var kind, ns string
-		if _, err := fmt.Sscanf(obj, "%s %s", &kind, &ns); err != nil {
-			continue
-		}
-		if i := slices.Index([]byte(ns), '/'); i >= 0 {
-			ns = ns[:i]
-		}
+		_, ref, _ := strings.Cut(obj, " ") // "kind namespace/name"
+		ns, _, _ := strings.Cut(ref, "/")
 		if owner, ok := whose[ns]; ok && owner != f.Labelled[obj] {
 			out = append(out, Violation{"nothing-in-another-team", fmt.Sprintf("%s, labelled for TeamSpace %s, is in namespace %s of TeamSpace %s", obj, f.Labelled[obj], ns, owner), []string{obj}})
 		}

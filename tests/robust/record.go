@@ -254,7 +254,7 @@ func (r *Recorder) sample(teamspaces, namespaces []any, quota func(ns string) (*
 			continue
 		}
 		uid := string(ts.GetUID())
-		r.changed(Event{At: now, Kind: ReadySample, TeamSpace: ts.GetName(), UID: uid, Present: ready(ts)})
+		r.changed(Event{At: now, Kind: ReadySample, TeamSpace: ts.GetName(), UID: uid, Present: Ready(ts)})
 		sum := map[string]int64{}
 		for _, ns := range byOwner[uid] {
 			q, present := quota(ns)
@@ -265,18 +265,13 @@ func (r *Recorder) sample(teamspaces, namespaces []any, quota func(ns string) (*
 				r.changed(Event{At: now, Kind: QuotaSample, TeamSpace: ts.GetName(), UID: uid, Namespace: ns, Present: present})
 			}
 			if present {
-				sum["pods"] += q.Spec.Hard.Pods().Value()
-				sum["requests.cpu"] += q.Spec.Hard.Name(corev1.ResourceRequestsCPU, resource.DecimalSI).MilliValue()
+				for k, v := range quotaAmounts(q) {
+					sum[k] += v
+				}
 			}
 		}
-		pods, _, _ := unstructured.NestedInt64(ts.Object, "spec", "pods")
-		cpu, _, _ := unstructured.NestedString(ts.Object, "spec", "cpu")
-		totals := map[string]int64{"pods": pods}
-		if q, err := resource.ParseQuantity(cpu); err == nil {
-			totals["requests.cpu"] = q.MilliValue()
-		}
 		if len(byOwner[uid]) > 0 {
-			r.changed(Event{At: now, Kind: TeamQuotas, TeamSpace: ts.GetName(), UID: uid, Totals: totals, Sum: sum})
+			r.changed(Event{At: now, Kind: TeamQuotas, TeamSpace: ts.GetName(), UID: uid, Totals: specTotals(ts), Sum: sum})
 		}
 	}
 	r.close(now)
@@ -327,10 +322,27 @@ func (r *Recorder) close(round time.Time) {
 	}
 }
 
-// Ready reports whether a TeamSpace's Ready condition is True.
-func Ready(ts *unstructured.Unstructured) bool { return ready(ts) }
+// specTotals are what a TeamSpace's spec gives its quotas in all:
+// pods, and requests.cpu in millicores (spec.cpu), the keys the
+// invariants compare.
+func specTotals(ts *unstructured.Unstructured) map[string]int64 {
+	pods, _, _ := unstructured.NestedInt64(ts.Object, "spec", "pods")
+	totals := map[string]int64{"pods": pods}
+	cpu, _, _ := unstructured.NestedString(ts.Object, "spec", "cpu")
+	if q, err := resource.ParseQuantity(cpu); err == nil {
+		totals["requests.cpu"] = q.MilliValue()
+	}
+	return totals
+}
 
-func ready(ts *unstructured.Unstructured) bool {
+// quotaAmounts is a quota's spec.hard in specTotals' keys.
+func quotaAmounts(q *corev1.ResourceQuota) map[string]int64 {
+	return map[string]int64{"pods": q.Spec.Hard.Pods().Value(),
+		"requests.cpu": q.Spec.Hard.Name(corev1.ResourceRequestsCPU, resource.DecimalSI).MilliValue()}
+}
+
+// Ready reports whether a TeamSpace's Ready condition is True.
+func Ready(ts *unstructured.Unstructured) bool {
 	conds, _, _ := unstructured.NestedSlice(ts.Object, "status", "conditions")
 	for _, c := range conds {
 		if m, ok := c.(map[string]any); ok && m["type"] == v1alpha1.ConditionReady {

@@ -246,6 +246,21 @@ func (w *Workload) get(ctx context.Context, name string) (*unstructured.Unstruct
 	return w.Dynamic.Resource(teamSpaces).Get(ctx, name, metav1.GetOptions{})
 }
 
+// pickTeamSpace reads a random live TeamSpace for operation kind; nil
+// when there is none, or the read failed (logged under kind).
+func (w *Workload) pickTeamSpace(ctx context.Context, r *rand.Rand, kind string) (*unstructured.Unstructured, string) {
+	name := w.pickLive(r)
+	if name == "" {
+		return nil, ""
+	}
+	ts, err := w.get(ctx, name)
+	if err != nil {
+		w.log(kind, name, "", err)
+		return nil, name
+	}
+	return ts, name
+}
+
 // update writes ts back (a conflict is an answer like any other: logged).
 func (w *Workload) update(ctx context.Context, ts *unstructured.Unstructured) error {
 	_, err := w.Dynamic.Resource(teamSpaces).Update(ctx, ts, metav1.UpdateOptions{})
@@ -267,13 +282,8 @@ func entriesOf(ts *unstructured.Unstructured) []any {
 // stepPods sets spec.pods anywhere from what the entries take plus one
 // to 50.
 func (w *Workload) stepPods(ctx context.Context, r *rand.Rand) {
-	name := w.pickLive(r)
-	if name == "" {
-		return
-	}
-	ts, err := w.get(ctx, name)
-	if err != nil {
-		w.log("pods", name, "", err)
+	ts, name := w.pickTeamSpace(ctx, r, "pods")
+	if ts == nil {
 		return
 	}
 	floor := int64(1)
@@ -288,13 +298,8 @@ func (w *Workload) stepPods(ctx context.Context, r *rand.Rand) {
 
 // stepMove moves 100m between e1 and team-<name> (within 500m..700m).
 func (w *Workload) stepMove(ctx context.Context, r *rand.Rand) {
-	name := w.pickLive(r)
-	if name == "" {
-		return
-	}
-	ts, err := w.get(ctx, name)
-	if err != nil {
-		w.log("move", name, "", err)
+	ts, name := w.pickTeamSpace(ctx, r, "move")
+	if ts == nil {
 		return
 	}
 	entries := entriesOf(ts)
@@ -320,13 +325,8 @@ func (w *Workload) stepMove(ctx context.Context, r *rand.Rand) {
 
 // stepOwners gives the TeamSpace one to three owners.
 func (w *Workload) stepOwners(ctx context.Context, r *rand.Rand) {
-	name := w.pickLive(r)
-	if name == "" {
-		return
-	}
-	ts, err := w.get(ctx, name)
-	if err != nil {
-		w.log("owners", name, "", err)
+	ts, name := w.pickTeamSpace(ctx, r, "owners")
+	if ts == nil {
 		return
 	}
 	var owners []any
@@ -343,13 +343,8 @@ func (w *Workload) stepOwners(ctx context.Context, r *rand.Rand) {
 // stepDelete deletes a TeamSpace, lifting its protection first when it
 // has one (as guardrails.yaml asks).
 func (w *Workload) stepDelete(ctx context.Context, r *rand.Rand) {
-	name := w.pickLive(r)
-	if name == "" {
-		return
-	}
-	ts, err := w.get(ctx, name)
-	if err != nil {
-		w.log("delete", name, "", err)
+	ts, name := w.pickTeamSpace(ctx, r, "delete")
+	if ts == nil {
 		return
 	}
 	if ts.GetAnnotations()[ProtectedAnnotation] == "true" {
@@ -360,7 +355,7 @@ func (w *Workload) stepDelete(ctx context.Context, r *rand.Rand) {
 			return
 		}
 	}
-	err = w.Dynamic.Resource(teamSpaces).Delete(ctx, name, metav1.DeleteOptions{})
+	err := w.Dynamic.Resource(teamSpaces).Delete(ctx, name, metav1.DeleteOptions{})
 	w.log("delete", name, "", err)
 	if err == nil || apierrors.IsNotFound(err) {
 		w.mu.Lock()
