@@ -181,7 +181,11 @@ func childrenNotAsAsked(p *plan, a *answered) (string, string, bool) {
 		case c.observed == nil:
 			add(c.t.pendingReason, c.t.pendingMessage(ref, c.desired)+o.madeBy(c.t))
 		case !c.t.matches(c.compared(), c.observed):
-			add(c.t.outOfDateReason, c.t.outOfDateMessageFor(ref, c.observed, c.desired))
+			msg := c.t.outOfDateMessageFor(ref, c.observed, c.desired)
+			if c.raiseHeld {
+				msg += " once the quotas lowered in the team's other namespaces are (a share moved: raised first, the team's quotas would add up to more than its totals)"
+			}
+			add(c.t.outOfDateReason, msg)
 		}
 	}
 	removing := func(u *unit, types []*childType) {

@@ -201,11 +201,12 @@ func answer(p *plan) *answered {
 		// nowhere), then each namespace's copies.
 		templates, _ := o.shownTemplates()
 		a.copies = invalidTemplates(templates)
+		hold := o.holdRaises(p.answered)
 		for _, u := range p.answered {
-			o.answerUnit(a, u, u.inside())
+			o.answerUnit(a, u, u.inside(), hold)
 			a.copies = append(a.copies, o.answerCopies(a, u)...)
 		}
-		o.answerUnit(a, p.answered[0], onceTypes)
+		o.answerUnit(a, p.answered[0], onceTypes, nil)
 		a.kept = o.keepUnasked(a, p.kept)
 	}
 	return a
@@ -243,16 +244,27 @@ func (p *plan) respond(a *answered, status metav1.ConditionStatus, reason, msg s
 // for, and to its wanted each of them with the observed one. A child inside the namespace is
 // answered only once the namespace exists and is not terminating, and a
 // type that waits for another (after) only once that one is observed.
-func (o *observation) answerUnit(a *answered, u *unit, types []*childType) {
+// A quota is answered with the raises hold keeps back (raises.go), and
+// wanted as the spec asks.
+func (o *observation) answerUnit(a *answered, u *unit, types []*childType, hold raiseHold) {
 	_, state := o.namespace(u)
 	insideAllowed := state != namespaceMissing && state != namespaceTerminating
-	observed, desired := make([]*Object, len(types)), make([]object, len(types))
+	observed, desired, answers := make([]*Object, len(types)), make([]object, len(types)), make([]object, len(types))
+	held := make([]bool, len(types))
 	quotas := map[string]corev1.ResourceList{}
 	for i, t := range types {
 		observed[i] = o.child(t, u)
 		desired[i] = t.desired(u, observed[i])
-		if q, ok := desired[i].(*corev1.ResourceQuota); ok && !o.asChild(t) {
-			quotas[t.name(u)] = q.Spec.Hard
+		answers[i] = desired[i]
+		if q, ok := desired[i].(*corev1.ResourceQuota); ok {
+			if len(hold) > 0 {
+				q = q.DeepCopy()
+				q.Spec.Hard, held[i] = hold.held(o, t, u, q.Spec.Hard)
+				answers[i] = q
+			}
+			if !o.asChild(t) {
+				quotas[t.name(u)] = q.Spec.Hard
+			}
 		}
 	}
 	for i, t := range types {
@@ -265,8 +277,8 @@ func (o *observation) answerUnit(a *answered, u *unit, types []*childType) {
 			// DecoratorController makes them as soon as it exists.
 			obj.SetAnnotations(withQuotas(obj.GetAnnotations(), quotas))
 		}
-		ans, strangers := t.strangersOf(t.answer(obj), obj, ob)
-		a.wanted = append(a.wanted, wantedChild{t, u, obj, ob, strangers})
+		ans, strangers := t.strangersOf(t.answer(answers[i]), answers[i], ob)
+		a.wanted = append(a.wanted, wantedChild{t, u, obj, ob, strangers, held[i]})
 		if !o.asChild(t) {
 			continue
 		}
@@ -296,6 +308,9 @@ type wantedChild struct {
 	desired   object
 	observed  *Object
 	strangers []string
+	// raiseHeld: answered below desired, a raise waiting for a lowering
+	// elsewhere (raises.go).
+	raiseHeld bool
 }
 
 // compared is what the observed child is compared with: desired, or what
