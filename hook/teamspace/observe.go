@@ -233,13 +233,20 @@ func (o *observation) asChild(t *childType) bool { return !(t.viaDecorator && o.
 // for the DecoratorController (QuotasAnnotation).
 func (o *observation) carries(t *childType) bool { return t == quotasCarrier && o.viaDecorator }
 
-// madeBy is what a pending child's message adds about who makes it: the
-// DecoratorController, for its quotas.
-func (o *observation) madeBy(t *childType) string {
+// madeBy is what a pending child of unit u's message adds about who makes
+// it: the DecoratorController, for its quotas, and where its errors are
+// (its parent's events: a create refused, as when a quota of the
+// LimitRange's predecessor was never collected, README "When things
+// fail").
+func (o *observation) madeBy(t *childType, u *unit) string {
 	if o.asChild(t) {
 		return ""
 	}
-	return " by DecoratorController " + QuotasControllerName
+	if o.carrier(u) == nil {
+		return " by DecoratorController " + QuotasControllerName + " once LimitRange " + quotasCarrier.ref(u) + " is there"
+	}
+	return fmt.Sprintf(" by DecoratorController %s (if this lasts, its error is in the events of LimitRange %s: kubectl describe limitrange -n %s %s)",
+		QuotasControllerName, quotasCarrier.ref(u), u.namespace, quotasCarrier.name(u))
 }
 
 // quotaFigures are unit u's entry of status.namespaces as its quota says:

@@ -161,7 +161,7 @@ func withoutQuotas(t *testing.T, resp *Response) (answer map[string]any, childre
 	if conds, ok := status["conditions"].([]any); ok {
 		for _, c := range conds {
 			c := c.(map[string]any)
-			msg := strings.ReplaceAll(c["message"].(string), " by DecoratorController "+QuotasControllerName, "")
+			msg := madeByDecorator.ReplaceAllString(c["message"].(string), "")
 			// Finalize lists the children left; the quotas are not the
 			// TeamSpace's via the DecoratorController, they go with it.
 			c["message"] = remainingQuota.ReplaceAllString(msg, "")
@@ -171,6 +171,10 @@ func withoutQuotas(t *testing.T, resp *Response) (answer map[string]any, childre
 }
 
 var remainingQuota = regexp.MustCompile(`, ResourceQuota [^ ,]+`)
+
+// madeByDecorator is what observation.madeBy adds to a pending quota's
+// message.
+var madeByDecorator = regexp.MustCompile(` by DecoratorController ` + QuotasControllerName + `( \(if this lasts, [^)]*\)| once LimitRange [^ ]+ is there)`)
 
 // TestQuotasViaDecoratorAnswerAsChildren: every sync and finalize case of
 // the golden tests (the engine's recorded requests among them), asked

@@ -179,7 +179,7 @@ func childrenNotAsAsked(p *plan, a *answered) (string, string, bool) {
 		case len(c.strangers) > 0:
 			add(c.t.outOfDateReason, fmt.Sprintf("%s %s has what the spec does not set at %s; removing it", c.t.kind, ref, strings.Join(c.strangers, ", ")))
 		case c.observed == nil:
-			add(c.t.pendingReason, c.t.pendingMessage(ref, c.desired)+o.madeBy(c.t))
+			add(c.t.pendingReason, c.t.pendingMessage(ref, c.desired)+o.madeBy(c.t, c.u))
 		case !c.t.matches(c.compared(), c.observed):
 			msg := c.t.outOfDateMessageFor(ref, c.observed, c.desired)
 			if c.raiseHeld {
