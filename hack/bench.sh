@@ -31,7 +31,10 @@
 #            TeamSpaces, FAULT_RUN_FOR of seeded random kills and
 #            impairments under a workload of FAULT_RUN_OPS operations/s; the
 #            invariants fail the run; its RESULT line, history and
-#            operations in the results directory; ~35 min at 1000 and 20m
+#            operations in the results directory; ~35 min at 1000 and 20m;
+#            FAULT_RUN_KUBE=proposed runs kube-controller-manager with the
+#            changes to Kubernetes proposed upstream
+#            (hack/bench/kubernetes-patches, hack/lib.sh ensure_proposed_kube)
 #
 # fleet and failover run every engine of BENCH_ENGINES, e2e the first: "stock"
 # is the pinned Metacontroller, as the suite and every install path run it;
@@ -636,7 +639,15 @@ failover_down() {
 # runs), as the suite's short run but longer and larger.
 faults() {
 	local count=${FAULT_RUN_COUNT:-1000} length=${FAULT_RUN_FOR:-20m} seed=${FAULT_RUN_SEED:-67} ops=${FAULT_RUN_OPS:-2}
-	say "faults: $count TeamSpaces, $length of faults, seed $seed, $ops operations/s"
+	local kube=${FAULT_RUN_KUBE:-stock}
+	case $kube in
+	stock) ;;
+	# kube-controller-manager with the changes proposed upstream
+	# (hack/bench/kubernetes-patches): exports TEAMSPACE_KUBE_BIN_DIR
+	proposed) ensure_proposed_kube ;;
+	*) die "FAULT_RUN_KUBE=$kube: want stock or proposed" ;;
+	esac
+	say "faults: $count TeamSpaces, $length of faults, seed $seed, $ops operations/s, $kube Kubernetes"
 	mkdir -p "$out/faults"
 	ensure_versitygw
 	(cd "$repo" && FAULT_RUN_COUNT=$count FAULT_RUN_FOR=$length FAULT_RUN_SEED=$seed FAULT_RUN_OPS=$ops \

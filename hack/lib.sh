@@ -483,6 +483,70 @@ ensure_proposed_engine() {
 	exec {lock_fd}>&-
 }
 
+# KUBE_PATCHES: the changes to Kubernetes proposed upstream (the garbage
+# collector's, found by the fault run of #67), one git patch per change,
+# its message the pull request's description, as ENGINE_PATCHES.
+KUBE_PATCHES="${KUBE_PATCHES:-${TEAMSPACE_ROOT}/hack/bench/kubernetes-patches}"
+
+# ensure_proposed_kube sets and exports TEAMSPACE_KUBE_BIN_DIR: KUBE_BIN_DIR's
+# kube-apiserver and kubectl beside a kube-controller-manager built from
+# k8s.io/kubernetes KUBE_VERSION (hack/go.mod's) with every
+# KUBE_PATCHES/*.patch applied in order, once per set of changes, into
+# TEAMSPACE_CACHE/k8s-<version>-proposed-<hash of the diffs>/bin. The
+# control plane of tests/controlplane runs TEAMSPACE_KUBE_BIN_DIR's binaries
+# when it is set; only hack/bench.sh sets it. A patch that does not apply
+# dies naming it, before anything is built.
+ensure_proposed_kube() {
+	local patches=() p key dir tmp src lock_fd err
+	for p in "${KUBE_PATCHES}"/*.patch; do
+		[[ -f "${p}" ]] && patches+=("${p}")
+	done
+	((${#patches[@]})) || die "no Kubernetes patches in ${KUBE_PATCHES}"
+	[[ "${KUBE_VERSION}" == "$(hack_kube_version)" ]] ||
+		die "the proposed Kubernetes is built from hack/go.mod's k8s.io/kubernetes $(hack_kube_version), not KUBE_VERSION ${KUBE_VERSION}"
+	ensure_kube_binaries
+	key=$(for p in "${patches[@]}"; do sed -n '/^diff --git /,$p' "${p}"; done | sha256sum | cut -c1-12)
+	dir="${TEAMSPACE_CACHE}/k8s-${KUBE_VERSION}-proposed-${key}"
+	TEAMSPACE_KUBE_BIN_DIR="${dir}/bin"
+	export TEAMSPACE_KUBE_BIN_DIR
+	[[ -x "${dir}/bin/kube-controller-manager" ]] && return 0
+	mkdir -p "${dir}"
+	exec {lock_fd}>"${dir}/build.lock"
+	flock "${lock_fd}"
+	if [[ ! -x "${dir}/bin/kube-controller-manager" ]]; then
+		rm -rf "${dir}"/build.tmp.* # what a failed build left
+		tmp="$(mktemp -d "${dir}/build.tmp.XXXXXX")"
+		src="$(cd "${TEAMSPACE_HACK_DIR}" && GOWORK=off go list -m -f '{{.Dir}}' k8s.io/kubernetes)" ||
+			die "k8s.io/kubernetes ${KUBE_VERSION}: not in the module cache (go mod download in hack/)"
+		mkdir -p "${tmp}/src" "${tmp}/module" "${tmp}/bin"
+		cp -a "${src}/." "${tmp}/src/"
+		chmod -R u+w "${tmp}/src"
+		for p in "${patches[@]}"; do
+			# checked whole first, so that nothing is half applied
+			if ! err=$(cd "${tmp}/src" && git apply --check "${p}" 2>&1 && git apply "${p}" 2>&1); then
+				rm -rf "${tmp}"
+				exec {lock_fd}>&-
+				die "Kubernetes patch ${p##*/} does not apply to ${KUBE_VERSION}: $(head -n 1 <<<"${err}")"
+			fi
+		done
+		say "building kube-controller-manager ${KUBE_VERSION} with ${KUBE_PATCHES} into ${dir}/bin"
+		cp "${TEAMSPACE_HACK_DIR}/go.mod" "${TEAMSPACE_HACK_DIR}/go.sum" "${tmp}/module/"
+		if ! (cd "${tmp}/module" &&
+			go mod edit -replace "k8s.io/kubernetes=${tmp}/src" -replace "github.com/labhub/teamspace=${TEAMSPACE_ROOT}" &&
+			GOWORK=off CGO_ENABLED="${CGO_ENABLED:-0}" go build -trimpath \
+				-ldflags="$(kube_ldflags)" -o "${tmp}/bin/" k8s.io/kubernetes/cmd/kube-controller-manager); then
+			rm -rf "${tmp}"
+			exec {lock_fd}>&-
+			die "building the proposed kube-controller-manager failed"
+		fi
+		ln -s "${KUBE_BIN_DIR}/kube-apiserver" "${KUBE_BIN_DIR}/kubectl" "${tmp}/bin/"
+		rm -rf "${dir:?}/bin"
+		mv "${tmp}/bin" "${dir}/bin"
+		rm -rf "${tmp}"
+	fi
+	exec {lock_fd}>&-
+}
+
 # clone_metacontroller makes METACONTROLLER_CACHE/src a shallow clone of
 # the tag (kept for the next build), or returns 1 with the reason in
 # METACONTROLLER_MISSING.

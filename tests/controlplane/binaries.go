@@ -65,7 +65,7 @@ func CacheDir() (string, error) {
 var ErrMissing = errors.New("not built or installed")
 
 // FindBinaries locates the binaries the way hack/lib.sh lays them out:
-// $TEAMSPACE_CACHE/k8s-$KUBE_VERSION/bin, kine in
+// $TEAMSPACE_CACHE/k8s-$KUBE_VERSION/bin (or $TEAMSPACE_KUBE_BIN_DIR), kine in
 // $TEAMSPACE_CACHE/kine-$KINE_VERSION/bin, etcd on PATH; the datastore is
 // $TEAMSPACE_DATASTORE (kine unless set). It builds nothing:
 // hack/test.sh (hack/lib.sh) does.
@@ -79,6 +79,11 @@ func FindBinaries() (Binaries, error) {
 		return b, err
 	}
 	b.KubeBinDir = filepath.Join(cache, "k8s-"+b.KubeVersion, "bin")
+	if d := os.Getenv("TEAMSPACE_KUBE_BIN_DIR"); d != "" {
+		// The Kubernetes changes proposed upstream (hack/lib.sh
+		// ensure_proposed_kube; hack/bench.sh alone sets it).
+		b.KubeBinDir = d
+	}
 	for _, name := range []string{"kube-apiserver", "kube-controller-manager", "kubectl"} {
 		if _, err := os.Stat(filepath.Join(b.KubeBinDir, name)); err != nil {
 			return b, fmt.Errorf("%s %s %w: no %s (hack/test.sh builds it; or: bash -c 'source hack/lib.sh && ensure_kube_binaries')",

@@ -132,6 +132,9 @@ func TestFaultRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	bounds := robust.Bounds{QuotaGap: 60 * time.Second, ReadyAfterFaults: 60 * time.Second, MemoryGrowth: 3}
+	for _, e := range robust.Writes(wl.Ops()) {
+		h.Add(e)
+	}
 	violations := append(robust.Check(h, bounds), robust.CheckFinal(final)...)
 	f.save(t, h, wl.Ops(), schedule)
 	f.report(t, seed, count, length, h, wl.Ops(), converged, bounds)

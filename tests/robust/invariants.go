@@ -201,12 +201,14 @@ func quotaGapBounded(h *History, b Bounds) []Violation {
 // order). A total lowered is met by the quotas a moment later, so a sum
 // between the new total and an earlier one is the lag of the change, not
 // a violation; the converged state is held to the current totals
-// (quotas-within-totals-at-rest).
+// (quotas-within-totals-at-rest). The totals are those the samples saw
+// and those the workload wrote (TotalsWritten: the samples' view of the
+// TeamSpace may lag their view of its quotas).
 func quotasWithinTotals(h *History, _ Bounds) []Violation {
 	var out []Violation
 	most := map[string]map[string]int64{} // by uid: the largest total seen, by resource
 	for _, e := range h.sorted() {
-		if e.Kind != TeamQuotas {
+		if e.Kind != TeamQuotas && e.Kind != TotalsWritten {
 			continue
 		}
 		if most[e.UID] == nil {
@@ -214,6 +216,9 @@ func quotasWithinTotals(h *History, _ Bounds) []Violation {
 		}
 		for k, v := range e.Totals {
 			most[e.UID][k] = max(most[e.UID][k], v)
+		}
+		if e.Kind == TotalsWritten {
+			continue
 		}
 		for _, k := range slices.Sorted(maps.Keys(e.Sum)) {
 			if total, ok := most[e.UID][k]; ok && e.Sum[k] > total {

@@ -27,13 +27,19 @@ import (
 const ProtectedAnnotation = v1alpha1.Group + "/protected"
 
 // Op is one operation of the workload: what was done, to which
-// TeamSpace, when, and the API server's answer ("" when it took it).
+// TeamSpace, when, and the API server's answer ("" when it took it). A
+// write of a TeamSpace also says when it was sent, the TeamSpace's uid
+// and, for spec.pods, the totals it wrote: what the history takes of it
+// (Writes).
 type Op struct {
-	At        time.Time `json:"at"`
-	Kind      string    `json:"kind"`
-	TeamSpace string    `json:"teamspace,omitempty"`
-	Detail    string    `json:"detail,omitempty"`
-	Err       string    `json:"err,omitempty"`
+	At        time.Time        `json:"at"`
+	Sent      time.Time        `json:"sent,omitzero"`
+	Kind      string           `json:"kind"`
+	TeamSpace string           `json:"teamspace,omitempty"`
+	UID       string           `json:"uid,omitempty"`
+	Detail    string           `json:"detail,omitempty"`
+	Totals    map[string]int64 `json:"totals,omitempty"`
+	Err       string           `json:"err,omitempty"`
 }
 
 func (o Op) String() string {
@@ -100,7 +106,17 @@ func (w *Workload) rand() *rand.Rand {
 }
 
 func (w *Workload) log(kind, name, detail string, err error) {
-	o := Op{At: time.Now(), Kind: kind, TeamSpace: name, Detail: detail}
+	w.add(Op{Kind: kind, TeamSpace: name, Detail: detail}, err)
+}
+
+// wrote logs op, a write of TeamSpace ts sent at sent.
+func (w *Workload) wrote(op Op, ts *unstructured.Unstructured, sent time.Time, err error) {
+	op.Sent, op.TeamSpace, op.UID = sent, ts.GetName(), string(ts.GetUID())
+	w.add(op, err)
+}
+
+func (w *Workload) add(o Op, err error) {
+	o.At = time.Now()
 	if err != nil {
 		o.Err = err.Error()
 	}
@@ -261,9 +277,12 @@ func (w *Workload) pickTeamSpace(ctx context.Context, r *rand.Rand, kind string)
 	return ts, name
 }
 
-// update writes ts back (a conflict is an answer like any other: logged).
-func (w *Workload) update(ctx context.Context, ts *unstructured.Unstructured) error {
+// update writes ts back and logs it as op (a conflict is an answer like
+// any other: logged).
+func (w *Workload) update(ctx context.Context, ts *unstructured.Unstructured, op Op) error {
+	sent := time.Now()
 	_, err := w.Dynamic.Resource(teamSpaces).Update(ctx, ts, metav1.UpdateOptions{})
+	w.wrote(op, ts, sent, err)
 	return err
 }
 
@@ -282,7 +301,7 @@ func entriesOf(ts *unstructured.Unstructured) []any {
 // stepPods sets spec.pods anywhere from what the entries take plus one
 // to 50.
 func (w *Workload) stepPods(ctx context.Context, r *rand.Rand) {
-	ts, name := w.pickTeamSpace(ctx, r, "pods")
+	ts, _ := w.pickTeamSpace(ctx, r, "pods")
 	if ts == nil {
 		return
 	}
@@ -293,12 +312,12 @@ func (w *Workload) stepPods(ctx context.Context, r *rand.Rand) {
 	}
 	pods := floor + r.Int64N(51-floor)
 	_ = unstructured.SetNestedField(ts.Object, pods, "spec", "pods")
-	w.log("pods", name, fmt.Sprint(pods), w.update(ctx, ts))
+	_ = w.update(ctx, ts, Op{Kind: "pods", Detail: fmt.Sprint(pods), Totals: map[string]int64{"pods": pods}})
 }
 
 // stepMove moves 100m between e1 and team-<name> (within 500m..700m).
 func (w *Workload) stepMove(ctx context.Context, r *rand.Rand) {
-	ts, name := w.pickTeamSpace(ctx, r, "move")
+	ts, _ := w.pickTeamSpace(ctx, r, "move")
 	if ts == nil {
 		return
 	}
@@ -318,14 +337,14 @@ func (w *Workload) stepMove(ctx context.Context, r *rand.Rand) {
 		}
 		m["cpu"] = fmt.Sprintf("%dm", milli)
 		_ = unstructured.SetNestedSlice(ts.Object, entries, "spec", "namespaces")
-		w.log("move", name, fmt.Sprintf("e1=%dm", milli), w.update(ctx, ts))
+		_ = w.update(ctx, ts, Op{Kind: "move", Detail: fmt.Sprintf("e1=%dm", milli)})
 		return
 	}
 }
 
 // stepOwners gives the TeamSpace one to three owners.
 func (w *Workload) stepOwners(ctx context.Context, r *rand.Rand) {
-	ts, name := w.pickTeamSpace(ctx, r, "owners")
+	ts, _ := w.pickTeamSpace(ctx, r, "owners")
 	if ts == nil {
 		return
 	}
@@ -337,7 +356,7 @@ func (w *Workload) stepOwners(ctx context.Context, r *rand.Rand) {
 		names = append(names, n)
 	}
 	_ = unstructured.SetNestedSlice(ts.Object, owners, "spec", "owners")
-	w.log("owners", name, strings.Join(names, ","), w.update(ctx, ts))
+	_ = w.update(ctx, ts, Op{Kind: "owners", Detail: strings.Join(names, ",")})
 }
 
 // stepDelete deletes a TeamSpace, lifting its protection first when it
@@ -355,8 +374,9 @@ func (w *Workload) stepDelete(ctx context.Context, r *rand.Rand) {
 			return
 		}
 	}
+	sent := time.Now()
 	err := w.Dynamic.Resource(teamSpaces).Delete(ctx, name, metav1.DeleteOptions{})
-	w.log("delete", name, "", err)
+	w.wrote(Op{Kind: "delete"}, ts, sent, err)
 	if err == nil || apierrors.IsNotFound(err) {
 		w.mu.Lock()
 		w.live = slices.DeleteFunc(w.live, func(n string) bool { return n == name })
@@ -413,9 +433,7 @@ func (w *Workload) dropEntry(ctx context.Context, r *rand.Rand, kind, entry stri
 			a[v1alpha1.RemoveNamespacesAnnotation] = entry
 			ts.SetAnnotations(a)
 		}
-		err = w.update(ctx, ts)
-		w.log(kind, name, entry, err)
-		if err != nil {
+		if err := w.update(ctx, ts, Op{Kind: kind, Detail: entry}); err != nil {
 			return ""
 		}
 		return name
