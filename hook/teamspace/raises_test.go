@@ -118,7 +118,7 @@ func TestShareMoveNeverAboveTotals(t *testing.T) {
 				t.Errorf("Ready after %d rounds: the raise did not wait for the lowering", round)
 			}
 			return
-		} else if round == 0 && !strings.Contains(c.Message, "once the quotas lowered") {
+		} else if round == 0 && !strings.Contains(c.Message, "once the quotas it is taken from are lowered") {
 			t.Errorf("while the raise waits, Ready says %s: %s; want why", c.Reason, c.Message)
 		}
 		for _, ns := range slices.Clone(order) {
@@ -127,4 +127,39 @@ func TestShareMoveNeverAboveTotals(t *testing.T) {
 	}
 	c := Sync(req).Status.Conditions[0]
 	t.Fatalf("not Ready after 5 rounds: the move never completed: %s: %s", c.Reason, c.Message)
+}
+
+// TestRemovedNamespaceGivesItsShareBackOnceGone: an entry removed with
+// its confirmation, its namespace terminating (its pods still running,
+// its LimitRange and quotas already gone): team-<name>'s quota keeps its
+// size until the namespace is gone, then takes the share back.
+func TestRemovedNamespaceGivesItsShareBackOnceGone(t *testing.T) {
+	root := filepath.Join("..", "..", "tests", "testdata")
+	var r Request
+	if err := json.Unmarshal(golden.Request(t, root, filepath.Join(root, "sync", "namespaces-entry-removal-terminating")), &r); err != nil {
+		t.Fatal(err)
+	}
+	cpu := func(resp *Response) string {
+		for _, c := range resp.Children {
+			meta := c["metadata"].(map[string]any)
+			if c["kind"] == "ResourceQuota" && meta["namespace"] == "team-delta" {
+				return c["spec"].(map[string]any)["hard"].(map[string]any)["requests.cpu"].(string)
+			}
+		}
+		t.Fatal("no team-quota in team-delta answered")
+		return ""
+	}
+	if got := cpu(Sync(&r)); got != "200m" {
+		t.Errorf("while team-delta--dev terminates, team-delta's requests.cpu is answered %s, want 200m (as it is)", got)
+	}
+	for _, objs := range r.Children {
+		for k := range objs {
+			if strings.HasPrefix(k, "team-delta--dev") {
+				delete(objs, k)
+			}
+		}
+	}
+	if got := cpu(Sync(&r)); got != "300m" {
+		t.Errorf("once team-delta--dev is gone, team-delta's requests.cpu is answered %s, want 300m (its share back)", got)
+	}
 }

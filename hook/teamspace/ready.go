@@ -183,7 +183,7 @@ func childrenNotAsAsked(p *plan, a *answered) (string, string, bool) {
 		case !c.t.matches(c.compared(), c.observed):
 			msg := c.t.outOfDateMessageFor(ref, c.observed, c.desired)
 			if c.raiseHeld {
-				msg += " once the quotas lowered in the team's other namespaces are (a share moved: raised first, the team's quotas would add up to more than its totals)"
+				msg += " once the quotas it is taken from are lowered, in the team's other namespaces or with a namespace removed (raised first, the team's quotas would add up to more than its totals)"
 			}
 			add(c.t.outOfDateReason, msg)
 		}

@@ -201,7 +201,7 @@ func answer(p *plan) *answered {
 		// nowhere), then each namespace's copies.
 		templates, _ := o.shownTemplates()
 		a.copies = invalidTemplates(templates)
-		hold := o.holdRaises(p.answered)
+		hold := p.holdRaises()
 		for _, u := range p.answered {
 			o.answerUnit(a, u, u.inside(), hold)
 			a.copies = append(a.copies, o.answerCopies(a, u)...)
@@ -246,7 +246,7 @@ func (p *plan) respond(a *answered, status metav1.ConditionStatus, reason, msg s
 // type that waits for another (after) only once that one is observed.
 // A quota is answered with the raises hold keeps back (raises.go), and
 // wanted as the spec asks.
-func (o *observation) answerUnit(a *answered, u *unit, types []*childType, hold raiseHold) {
+func (o *observation) answerUnit(a *answered, u *unit, types []*childType, hold *raiseHold) {
 	_, state := o.namespace(u)
 	insideAllowed := state != namespaceMissing && state != namespaceTerminating
 	observed, desired, answers := make([]*Object, len(types)), make([]object, len(types)), make([]object, len(types))
@@ -257,7 +257,7 @@ func (o *observation) answerUnit(a *answered, u *unit, types []*childType, hold 
 		desired[i] = t.desired(u, observed[i])
 		answers[i] = desired[i]
 		if q, ok := desired[i].(*corev1.ResourceQuota); ok {
-			if len(hold) > 0 {
+			if hold != nil {
 				q = q.DeepCopy()
 				q.Spec.Hard, held[i] = hold.held(o, t, u, q.Spec.Hard)
 				answers[i] = q
