@@ -141,6 +141,7 @@ func (r *Recorder) Run(ctx context.Context) error {
 	_, _ = nsInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(o any) { r.namespace(o) },
 		UpdateFunc: func(_, o any) { r.namespace(o) },
+		DeleteFunc: func(o any) { r.namespaceGone(o, time.Now()) },
 	})
 	dyn.Start(ctx.Done())
 	kube.Start(ctx.Done())
@@ -216,6 +217,22 @@ func (r *Recorder) namespace(o any) {
 		e.At, e.Kind = d.Time.Add(time.Second-time.Nanosecond), NamespaceDeleting
 		r.once(string(ns.UID), "deleting", e)
 	}
+}
+
+// namespaceGone records a namespace seen gone at now. One deleted whole
+// while the watch was down (a relist after an API server restart) was
+// never seen going: it began to go at the latest when seen gone, so that
+// the invariants judge its deletion rather than miss it.
+func (r *Recorder) namespaceGone(o any, now time.Time) {
+	if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
+		o = d.Obj
+	}
+	if ns, ok := o.(*corev1.Namespace); ok && ns.DeletionTimestamp == nil {
+		ns = ns.DeepCopy()
+		ns.DeletionTimestamp = &metav1.Time{Time: now}
+		o = ns
+	}
+	r.namespace(o)
 }
 
 // record adds a record of the archive's when first listed.

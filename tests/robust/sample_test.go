@@ -1,6 +1,8 @@
 package robust
 
 import (
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -9,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
 )
 
 // TestSampleChangesOnly: the recorder keeps a sample only when its value
@@ -50,3 +53,33 @@ func TestSampleChangesOnly(t *testing.T) {
 }
 
 func resourceQuantity(s string) *resource.Quantity { q := resource.MustParse(s); return &q }
+
+// TestNamespaceSeenGone: a namespace of a live TeamSpace deleted whole
+// while the recorder's watch was down (never seen with its
+// deletionTimestamp) is recorded going when seen gone, and the
+// invariants judge it; one seen going keeps the time it began.
+func TestNamespaceSeenGone(t *testing.T) {
+	r := &Recorder{seen: map[string]string{}}
+	owned := func(name, uid string) *corev1.Namespace {
+		return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(uid), OwnerReferences: []metav1.OwnerReference{
+			{APIVersion: "platform.labhub.io/v1alpha1", Kind: "TeamSpace", Name: "a", UID: "ua", Controller: ptrTrue()}}}}
+	}
+	r.namespace(owned("team-a--e2", "n1"))
+	r.namespaceGone(cache.DeletedFinalStateUnknown{Key: "team-a--e2", Obj: owned("team-a--e2", "n1")}, at(20))
+	going := owned("team-a--e1", "n2")
+	going.DeletionTimestamp = &metav1.Time{Time: at(10)}
+	r.namespace(going)
+	r.namespaceGone(going, at(30))
+	var got []string
+	for _, e := range r.History().Events {
+		if e.Kind == NamespaceDeleting {
+			got = append(got, e.Namespace+" "+e.At.Sub(t0).Round(time.Second).String())
+		}
+	}
+	if want := []string{"team-a--e2 21s", "team-a--e1 11s"}; !slices.Equal(got, want) {
+		t.Errorf("NamespaceDeleting %v, want %v (the second its deletion is in)", got, want)
+	}
+	if v := names(Check(r.History(), loose)); !strings.Contains(v, "no-namespace-of-a-live-teamspace-deleted") {
+		t.Errorf("violations %q: the unconfirmed deletion seen only gone is not judged", v)
+	}
+}
