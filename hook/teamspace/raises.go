@@ -34,6 +34,9 @@ import (
 // nobody. A key no longer asked for (spec.memory unset) is not held
 // either: the spec lifts it.
 
+// quotaTypes are the quotas a namespace of a team holds.
+var quotaTypes = []*childType{quotaType, objectsQuotaType}
+
 // quotaKey is one key of one quota of a namespace: team-quota's
 // requests.cpu.
 type quotaKey struct {
@@ -69,7 +72,11 @@ func (p *plan) holdRaises() *raiseHold {
 	}
 	lowered := func(units []*unit, releasing bool) {
 		for _, u := range units {
-			for _, t := range u.inside() {
+			types := quotaTypes // released: its quotas, whatever it was given
+			if !releasing {
+				types = u.inside()
+			}
+			for _, t := range types {
 				if !t.viaDecorator {
 					continue
 				}

@@ -163,3 +163,40 @@ func TestRemovedNamespaceGivesItsShareBackOnceGone(t *testing.T) {
 		t.Errorf("once team-delta--dev is gone, team-delta's requests.cpu is answered %s, want 300m (its share back)", got)
 	}
 }
+
+// TestReleasedNamespaceGivesItsShareBackOnceItsQuotasGo: an adopted
+// namespace released (its entry dropped; the namespace stays) while its
+// quotas are still there: team-<name>'s quota takes its share back only
+// once they are gone.
+func TestReleasedNamespaceGivesItsShareBackOnceItsQuotasGo(t *testing.T) {
+	root := filepath.Join("..", "..", "tests", "testdata")
+	var r Request
+	if err := json.Unmarshal(golden.Request(t, root, filepath.Join(root, "sync", "adopt-released")), &r); err != nil {
+		t.Fatal(err)
+	}
+	lrs := r.Children[quotasCarrier.key]
+	// team-delta's quota before the share came back: 200m of the 500m.
+	lrs["team-delta/"+LimitRangeName].Metadata.Annotations[v1alpha1.QuotasObservedAnnotation] = `{"team-quota":{"pods":"1","requests.cpu":"300m","requests.memory":"1Gi"}}`
+	asked := func() string {
+		for _, c := range Sync(&r).Children {
+			meta := c["metadata"].(map[string]any)
+			if c["kind"] == "LimitRange" && meta["namespace"] == "team-delta" {
+				q, err := quotasOf(map[string]string{v1alpha1.QuotasAnnotation: meta["annotations"].(map[string]any)[v1alpha1.QuotasAnnotation].(string)}, v1alpha1.QuotasAnnotation)
+				if err != nil {
+					t.Fatal(err)
+				}
+				cpu := q[QuotaName][corev1.ResourceRequestsCPU]
+				return cpu.String()
+			}
+		}
+		t.Fatal("no LimitRange in team-delta answered")
+		return ""
+	}
+	if got := asked(); got != "300m" {
+		t.Errorf("while payments still holds its quotas, team-delta asks requests.cpu %s, want 300m (as it is)", got)
+	}
+	delete(lrs["payments/"+LimitRangeName].Metadata.Annotations, v1alpha1.QuotasObservedAnnotation)
+	if got := asked(); got != "500m" {
+		t.Errorf("once payments' quotas are gone, team-delta asks requests.cpu %s, want 500m (its share back)", got)
+	}
+}

@@ -297,7 +297,7 @@ func reserve(main *unit, held []corev1.ResourceList) {
 // do not overlap): a kept or removed namespace's share.
 func (o *observation) keptHard(u *unit) corev1.ResourceList {
 	hard := corev1.ResourceList{}
-	for _, t := range []*childType{quotaType, objectsQuotaType} {
+	for _, t := range quotaTypes {
 		if q := o.child(t, u); q != nil {
 			maps.Copy(hard, t.kept(u, q).(*corev1.ResourceQuota).Spec.Hard)
 		}
