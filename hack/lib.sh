@@ -435,6 +435,14 @@ require_metacontroller() {
 # one git patch per change, its message the pull request's description.
 ENGINE_PATCHES="${ENGINE_PATCHES:-${TEAMSPACE_ROOT}/hack/bench/engine-patches}"
 
+# patches_key PATCH...: the key of a build of those patches, from their
+# changes only, so that a patch's description can be edited without a
+# rebuild (ensure_proposed_engine, ensure_proposed_kube).
+patches_key() {
+	local p
+	for p in "$@"; do sed -n '/^diff --git /,$p' "${p}"; done | sha256sum | cut -c1-12
+}
+
 # ensure_proposed_engine sets and exports PROPOSED_METACONTROLLER_BIN: the
 # pinned source (metacontroller_source) with every ENGINE_PATCHES/*.patch
 # (or those numbered in ENGINE_PATCHES_ONLY, e.g. 0001,0003) applied in
@@ -455,8 +463,7 @@ ensure_proposed_engine() {
 		patches+=("${p}")
 	done
 	((${#patches[@]})) || die "no engine patches in ${ENGINE_PATCHES} (want *.patch${ENGINE_PATCHES_ONLY:+, numbered ${ENGINE_PATCHES_ONLY}})"
-	# the changes only: a patch's description can be edited without a rebuild
-	key=$(for p in "${patches[@]}"; do sed -n '/^diff --git /,$p' "${p}"; done | sha256sum | cut -c1-12)
+	key=$(patches_key "${patches[@]}")
 	dir="${TEAMSPACE_CACHE}/metacontroller-${METACONTROLLER_VERSION}-proposed-${key}"
 	PROPOSED_METACONTROLLER_BIN="${dir}/bin/metacontroller"
 	export PROPOSED_METACONTROLLER_BIN
@@ -505,7 +512,7 @@ ensure_proposed_kube() {
 	[[ "${KUBE_VERSION}" == "$(hack_kube_version)" ]] ||
 		die "the proposed Kubernetes is built from hack/go.mod's k8s.io/kubernetes $(hack_kube_version), not KUBE_VERSION ${KUBE_VERSION}"
 	ensure_kube_binaries
-	key=$(for p in "${patches[@]}"; do sed -n '/^diff --git /,$p' "${p}"; done | sha256sum | cut -c1-12)
+	key=$(patches_key "${patches[@]}")
 	dir="${TEAMSPACE_CACHE}/k8s-${KUBE_VERSION}-proposed-${key}"
 	TEAMSPACE_KUBE_BIN_DIR="${dir}/bin"
 	export TEAMSPACE_KUBE_BIN_DIR

@@ -323,31 +323,7 @@ func TestQuotasRoundTrip(t *testing.T) {
 	// The engine: applies the attachments and the report.
 	engine := func(resp *QuotasResponse) (changed bool) {
 		t.Helper()
-		for k, v := range resp.Annotations {
-			old, had := lr.Metadata.Annotations[k]
-			switch {
-			case v == nil && had:
-				delete(lr.Metadata.Annotations, k)
-				changed = true
-			case v != nil && (!had || old != *v):
-				lr.Metadata.Annotations[k] = *v
-				changed = true
-			}
-		}
-		next := ObjectMap{}
-		for _, a := range resp.Attachments {
-			b, _ := json.Marshal(a)
-			var o Object
-			if err := json.Unmarshal(b, &o); err != nil {
-				t.Fatal(err)
-			}
-			key := "team-delta/" + o.Metadata.Name
-			if old, ok := attachments[key]; !ok || string(old.Spec) != string(o.Spec) {
-				changed = true
-			}
-			next[key] = &o
-		}
-		attachments = next
+		attachments, changed = applyQuotas(t, lr, "team-delta", attachments, resp)
 		return changed
 	}
 
@@ -381,4 +357,38 @@ func TestQuotasRoundTrip(t *testing.T) {
 	if resp.Status.Usage != nil {
 		t.Errorf("status.usage %+v via the DecoratorController: it would be written on every pod event", resp.Status.Usage)
 	}
+}
+
+// applyQuotas is what the engine does with Quotas' answer resp for the
+// LimitRange lr of namespace ns: the report's annotations set or removed
+// on lr, the attachments replaced by the answered ones; it returns them,
+// and whether an annotation or an answered attachment changed.
+func applyQuotas(t *testing.T, lr *Object, ns string, attachments ObjectMap, resp *QuotasResponse) (ObjectMap, bool) {
+	t.Helper()
+	changed := false
+	for k, v := range resp.Annotations {
+		old, had := lr.Metadata.Annotations[k]
+		switch {
+		case v == nil && had:
+			delete(lr.Metadata.Annotations, k)
+			changed = true
+		case v != nil && (!had || old != *v):
+			lr.Metadata.Annotations[k] = *v
+			changed = true
+		}
+	}
+	next := ObjectMap{}
+	for _, a := range resp.Attachments {
+		b, _ := json.Marshal(a)
+		var o Object
+		if err := json.Unmarshal(b, &o); err != nil {
+			t.Fatal(err)
+		}
+		key := ns + "/" + o.Metadata.Name
+		if old, ok := attachments[key]; !ok || string(old.Spec) != string(o.Spec) {
+			changed = true
+		}
+		next[key] = &o
+	}
+	return next, changed
 }

@@ -81,23 +81,7 @@ func TestShareMoveNeverAboveTotals(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for k, v := range resp.Annotations {
-				if v == nil {
-					delete(lr.Metadata.Annotations, k)
-				} else {
-					lr.Metadata.Annotations[k] = *v
-				}
-			}
-			next := ObjectMap{}
-			for _, a := range resp.Attachments {
-				b, _ := json.Marshal(a)
-				var o Object
-				if err := json.Unmarshal(b, &o); err != nil {
-					t.Fatal(err)
-				}
-				next[ns+"/"+o.Metadata.Name] = &o
-			}
-			attachments[ns] = next
+			attachments[ns], _ = applyQuotas(t, lr, ns, attachments[ns], resp)
 			if s := sum(); s.Cmp(total) > 0 {
 				t.Fatalf("after %s's quotas were written, the team's quotas hold requests.cpu %s together, above its total %s", ns, s.String(), total.String())
 			}
