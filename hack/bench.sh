@@ -88,6 +88,10 @@
 #                        hack/bench/fleet's -phases, -churn, -window, -cost-window,
 #                        -steady [all; 0,10,50,100; 60s]
 #   FLEET_PROFILE_MIN    profile only runs of at least this many TeamSpaces [1000]
+#   TEAMSPACE_APISERVER_AUDIT=1  kube-apiserver keeps an audit log (tests/controlplane
+#                        AuditEnv): fleet's floor, create and quiet then print every
+#                        client's requests by verb and resource per TeamSpace (RESULT
+#                        fleet requests); a write per request, so time the runs without it
 #   BENCH_ENGINE_PPROF_PORT  the engine's --pprof-address port [28060]
 #
 # Every loop is bounded; wrk is installed with apt-get when missing.

@@ -46,6 +46,27 @@ var kcmControllers = []string{"*", "tokencleaner"}
 // otherwise, as in a hardened install): hack/bench/fleet profiles it.
 const ProfilingEnv = "TEAMSPACE_PROFILING"
 
+// AuditEnv set to 1 makes kube-apiserver write an audit record of every
+// request it completes (level Metadata: who, what, which object, the
+// user agent) to AuditLog in the state directory, for hack/bench/fleet to
+// count a phase's requests by client, verb and resource (issue #68). Off
+// by default: a write per request is a cost the other figures must not
+// carry.
+const AuditEnv = "TEAMSPACE_APISERVER_AUDIT"
+
+// AuditLog is the audit log's file name in the state directory.
+const AuditLog = "audit.log"
+
+// auditPolicy records every completed request once, at Metadata: no
+// bodies, and neither the received nor the started stage (a watch is
+// recorded when it ends).
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived", "ResponseStarted"]
+rules:
+- level: Metadata
+`
+
 // ControlPlane is a running control plane.
 type ControlPlane struct {
 	// Dir is the state directory: pki/, logs/, data/, admin.kubeconfig.
@@ -345,8 +366,7 @@ func (c *ControlPlane) startAPIServer(ctx context.Context) error {
 		return err
 	}
 	pk := c.pki.path
-	p, err := c.run("kube-apiserver", filepath.Join(c.Binaries.KubeBinDir, "kube-apiserver"),
-		"--bind-address=127.0.0.1",
+	args := []string{"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
 		"--secure-port="+port,
 		"--etcd-servers="+c.datastoreURL,
@@ -365,7 +385,18 @@ func (c *ControlPlane) startAPIServer(ctx context.Context) error {
 		"--service-account-key-file="+pk("sa.pub"),
 		"--service-account-signing-key-file="+pk("sa.key"),
 		"--endpoint-reconciler-type=none",
-		"--profiling="+strconv.FormatBool(os.Getenv(ProfilingEnv) == "1"))
+		"--profiling=" + strconv.FormatBool(os.Getenv(ProfilingEnv) == "1")}
+	if os.Getenv(AuditEnv) == "1" {
+		policy := filepath.Join(c.Dir, "audit-policy.yaml")
+		if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
+			return err
+		}
+		// --audit-log-maxsize=0: one file, never rotated (a rotation
+		// would lose the start of a phase being counted)
+		args = append(args, "--audit-policy-file="+policy, "--audit-log-path="+filepath.Join(c.Dir, AuditLog),
+			"--audit-log-format=json", "--audit-log-maxsize=0", "--audit-log-mode=blocking")
+	}
+	p, err := c.run("kube-apiserver", filepath.Join(c.Binaries.KubeBinDir, "kube-apiserver"), args...)
 	if err != nil {
 		return err
 	}

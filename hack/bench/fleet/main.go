@@ -66,6 +66,7 @@ import (
 	"log"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -126,6 +127,7 @@ func main() {
 	extra := flag.Int("namespaces", 0, "extra namespaces per TeamSpace (spec.namespaces, at most 3): entries e1..eN of 6 pods and 600m each, team-<name> the rest; churn pods go to every namespace in turn, and phase move shifts 100m from e1 to team-<name> in every TeamSpace")
 	secretCount := flag.Int("secrets", 10000, "phase secrets: how many Secrets no TeamSpace uses are made (1 KiB each), in a namespace of their own")
 	perRequester := flag.Int("per-requester", 0, "TeamSpaces per requester: each run of this many is labelled as one requester's and the allowance set to hold exactly them, so that every sync counts its requester's TeamSpaces, related objects of each other (0: none labelled, none counted, as an exempt user's)")
+	auditLog := flag.String("audit-log", "", "kube-apiserver's JSON audit log (hack/bench.sh FLEET_AUDIT=1): create, quiet and floor count every client's requests by verb and resource in it (default: audit.log in -state when there is one)")
 	foreign := benchutil.ForeignClusterFlag()
 	flag.Parse()
 
@@ -149,6 +151,12 @@ func main() {
 			f.namespaces = append(f.namespaces, fmt.Sprintf("team-%s--e%d", n, e))
 		}
 	}
+	if *auditLog == "" && *state != "" {
+		if _, err := os.Stat(filepath.Join(*state, "audit.log")); err == nil {
+			*auditLog = filepath.Join(*state, "audit.log")
+		}
+	}
+	f.auditLog = *auditLog
 	if f.state = *state; f.state != "" {
 		if f.procs, err = benchutil.FindProcs(*state); err != nil {
 			log.Fatal(err)
@@ -227,6 +235,7 @@ type fleet struct {
 	extra                  int      // -namespaces
 	namespaces             []string // every team namespace: team-<name>, then its entries'
 	state                  string   // the setup's state directory (-state)
+	auditLog               string   // kube-apiserver's audit log (-audit-log)
 	procs                  []benchutil.Proc
 	ts, quotas             cache.Store
 	floorTime, createReady time.Duration
@@ -360,6 +369,7 @@ func (f *fleet) floor(ctx context.Context, waitGone bool) error {
 		names[i] = fmt.Sprintf("%s-floor-%04d", f.prefix, i)
 	}
 	f.madeFloor = true
+	w := f.begin(ctx)
 	cpu := f.sampleCPU()
 	start := time.Now()
 	err := parallel(names, 16, func(n string) error {
@@ -384,6 +394,8 @@ func (f *fleet) floor(ctx context.Context, waitGone bool) error {
 		return err
 	}
 	cpuLine := benchutil.FormatCPU(cpu, f.sampleCPU())
+	w.end(ctx)
+	w.cost("floor", len(names))
 	wait := time.Duration(0)
 	if waitGone {
 		wait = f.timeout
@@ -500,26 +512,48 @@ type window struct {
 	engine, hook, apiserve benchutil.Counters
 	// queue is the engine's CompositeController workqueue series.
 	queue benchutil.Counters
-	cpu   benchutil.CPUSample
+	// syncs are the engine's syncs by controller (every workqueue's
+	// work_duration count), watch kube-apiserver's watch events sent
+	// (count and bytes by resource): what cost reports.
+	syncs, watch benchutil.Counters
+	cpu          benchutil.CPUSample
+	// audit is where the audit log stood at the start (-audit-log).
+	audit int64
+	// last is the scrape that ended the window (end), for cost.
+	last scraped
 }
 
 func isEngineRequest(l string) bool { return strings.HasPrefix(l, "rest_client_requests_total{") }
-func isHookCall(l string) bool      { return strings.HasPrefix(l, "teamspace_hook_requests_total{") }
-func isAPIRequest(l string) bool    { return strings.HasPrefix(l, "apiserver_request_total{") }
+func isSync(l string) bool          { return strings.HasPrefix(l, "workqueue_work_duration_seconds_count{") }
+func isWatchEvent(l string) bool {
+	return strings.HasPrefix(l, "apiserver_watch_events_total{") || strings.HasPrefix(l, "apiserver_watch_events_sizes_sum{")
+}
+func isHookCall(l string) bool   { return strings.HasPrefix(l, "teamspace_hook_requests_total{") }
+func isAPIRequest(l string) bool { return strings.HasPrefix(l, "apiserver_request_total{") }
 
-// scrape reads the counters a window compares: the engine's requests and
-// its CompositeController queue series (from one read of its /metrics),
-// the hook's calls and the API server's requests.
-func (f *fleet) scrape(ctx context.Context) (engine, queue, hook, api benchutil.Counters) {
-	engine, queue, hook = benchutil.Counters{}, benchutil.Counters{}, benchutil.Counters{}
+// scraped are the counters a window compares.
+type scraped struct {
+	engine, queue, syncs, hook, api, watch benchutil.Counters
+}
+
+// scrape reads the counters a window compares: the engine's requests, its
+// CompositeController queue series and every queue's syncs (from one read
+// of its /metrics), the hook's calls and the API server's requests and
+// watch events.
+func (f *fleet) scrape(ctx context.Context) scraped {
+	s := scraped{engine: benchutil.Counters{}, queue: benchutil.Counters{}, syncs: benchutil.Counters{},
+		hook: benchutil.Counters{}, api: benchutil.Counters{}, watch: benchutil.Counters{}}
 	if f.engineURL != "" {
-		keep := func(l string) bool { return isEngineRequest(l) || benchutil.IsCompositeQueue(l) }
+		keep := func(l string) bool { return isEngineRequest(l) || benchutil.IsCompositeQueue(l) || isSync(l) }
 		if c, err := benchutil.Scrape(ctx, benchutil.HTTPGetter(f.engineURL), keep); err == nil {
 			for k, v := range c {
+				if isSync(k) {
+					s.syncs[k] = v
+				}
 				if benchutil.IsCompositeQueue(k) {
-					queue[k] = v
-				} else {
-					engine[k] = v
+					s.queue[k] = v
+				} else if isEngineRequest(k) {
+					s.engine[k] = v
 				}
 			}
 		} else {
@@ -528,24 +562,35 @@ func (f *fleet) scrape(ctx context.Context) (engine, queue, hook, api benchutil.
 	}
 	if f.hookURL != "" {
 		if c, err := benchutil.Scrape(ctx, benchutil.HTTPGetter(f.hookURL), isHookCall); err == nil {
-			hook = c
+			s.hook = c
 		} else {
 			log.Printf("hook metrics: %v", err)
 		}
 	}
-	api, err := benchutil.Scrape(ctx, f.c.APIServerGetter(), isAPIRequest)
-	if err != nil {
+	keep := func(l string) bool { return isAPIRequest(l) || isWatchEvent(l) }
+	if c, err := benchutil.Scrape(ctx, f.c.APIServerGetter(), keep); err == nil {
+		for k, v := range c {
+			if isWatchEvent(k) {
+				s.watch[k] = v
+			} else {
+				s.api[k] = v
+			}
+		}
+	} else {
 		log.Printf("apiserver metrics: %v", err)
-		api = benchutil.Counters{}
 	}
-	return engine, queue, hook, api
+	return s
 }
 
 func (f *fleet) sampleCPU() benchutil.CPUSample { return benchutil.SampleCPU(f.procs) }
 
 func (f *fleet) begin(ctx context.Context) *window {
 	w := &window{f: f, cpu: f.sampleCPU()}
-	w.engine, w.queue, w.hook, w.apiserve = f.scrape(ctx)
+	if f.auditLog != "" {
+		w.audit = benchutil.AuditSize(f.auditLog)
+	}
+	s := f.scrape(ctx)
+	w.engine, w.queue, w.syncs, w.hook, w.apiserve, w.watch = s.engine, s.queue, s.syncs, s.hook, s.api, s.watch
 	w.start = time.Now()
 	return w
 }
@@ -569,7 +614,9 @@ func (w *window) end(ctx context.Context) (string, sums) {
 	var s sums
 	s.secs = time.Since(w.start).Seconds()
 	s.cpu = w.f.sampleCPU()
-	engine, queue, hook, api := w.f.scrape(ctx)
+	now := w.f.scrape(ctx)
+	w.last = now
+	engine, queue, hook, api := now.engine, now.queue, now.hook, now.api
 	byMethod := benchutil.SumBy(w.engine, engine, "method")
 	for _, v := range byMethod {
 		s.engine += v
@@ -659,6 +706,7 @@ func (f *fleet) create(ctx context.Context) error {
 		f.slices.phase.Store("after")
 	}
 	line, _ := w.end(ctx)
+	w.cost("create", len(f.names))
 	f.resultTransitions("ready")
 	ratio, ratioAll := "n/a", "n/a"
 	if f.floorTime > 0 {
@@ -814,6 +862,7 @@ func (f *fleet) quietPhase(ctx context.Context, threshold float64) error {
 		prev, prevAt = now, at
 		if minute == "" && time.Since(w.start) >= time.Minute {
 			line, sums := w.end(ctx)
+			w.cost("quiet", len(f.names))
 			minute = benchutil.FormatCores(benchutil.Cores(w.cpu, sums.cpu, sums.secs), nil) + " " + line
 		}
 		if minute != "" && quietAfter >= 0 {
