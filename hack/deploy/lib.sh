@@ -191,7 +191,7 @@ platform_manifests() {
 	if "$@" get --raw /apis/admissionregistration.k8s.io/v1 2>/dev/null | grep -q '"name":"mutatingadmissionpolicies"'; then
 		"$@" kustomize "${repo}/hack/deploy"
 	else
-		say "requested-by: this API server has no MutatingAdmissionPolicy v1 (Kubernetes < 1.36): new TeamSpaces are not stamped with who asked (the limits still refuse a forged one), a TeamSpace's node selector is not filled into its pods (pods that leave it out are refused), and claims that name no class get the cluster's default, not defaultStorageClass"
+		say "requested-by: this API server has no MutatingAdmissionPolicy v1 (Kubernetes < 1.36): new TeamSpaces are not stamped with who asked (the limits still refuse a forged one) and get the engine's finalizer only on its first sync, a TeamSpace's node selector is not filled into its pods (pods that leave it out are refused), and claims that name no class get the cluster's default, not defaultStorageClass"
 		"$@" kustomize "${repo}/hack/deploy" | without_kinds 'MutatingAdmissionPolicy|MutatingAdmissionPolicyBinding'
 	fi
 }

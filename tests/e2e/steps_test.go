@@ -28,7 +28,7 @@ import (
 	"github.com/labhub/teamspace/tests/watchtiming"
 )
 
-var names = []string{"alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta"}
+var names = []string{"alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "early"}
 
 const teamSpaceLabel = "platform.labhub.io/teamspace"
 
@@ -81,8 +81,11 @@ func stepOnlyTheCRD(t *testing.T, w *walk) {
 	if nsExists {
 		t.Error("namespace team-alpha exists with only the CRD installed")
 	}
-	if len(alpha.GetFinalizers()) > 0 || written {
-		t.Errorf("alpha was acted on with only the CRD: finalizers %v, status %v", alpha.GetFinalizers(), status)
+	// The engine's finalizer may be there from the API server
+	// (hack/deploy/finalizer.yaml writes it at creation), not another.
+	fins := alpha.GetFinalizers()
+	if (len(fins) > 0 && (len(fins) != 1 || fins[0] != engineFinalizer)) || written {
+		t.Errorf("alpha was acted on with only the CRD: finalizers %v, status %v", fins, status)
 	}
 	w.report["crd_alone_created_namespace"] = nsExists
 	w.evidence(t, "before.json", map[string]any{
@@ -531,7 +534,21 @@ func stepEngineStopped(t *testing.T, w *walk) {
 	if err := w.kube.CoreV1().ResourceQuotas("team-alpha").Delete(w.ctx, quotaName, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// A TeamSpace made and deleted while no engine runs, before any sync of
+	// it: the finalizer the API server wrote at creation
+	// (hack/deploy/finalizer.yaml) keeps it until the engine has archived
+	// it. Without that policy (Kubernetes < 1.36) it is gone at once, with
+	// no record, as every such TeamSpace was before.
+	early := w.createTeamSpace(t, "early", 1, "")
+	earlyUID := string(early.GetUID())
+	if err := w.dyn.Resource(teamSpaces).Delete(w.ctx, "early", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	earlyHeld := has(early.GetFinalizers(), engineFinalizer)
 	time.Sleep(w.stopped)
+	if earlyHeld && w.gone("early") {
+		t.Error("early, created with the engine's finalizer, is gone while the engine is stopped")
+	}
 	alpha := w.mustTeamSpace(t, "alpha")
 	gen := alpha.GetGeneration()
 	obsStopped, _, _ := unstructured.NestedInt64(alpha.Object, "status", "observedGeneration")
@@ -549,6 +566,17 @@ func stepEngineStopped(t *testing.T, w *walk) {
 	if caught > 30*time.Second {
 		t.Errorf("caught up %s after the start, want within 30 s (the engine's list on start, not a resync)", caught)
 	}
+	var earlyRecord map[string]any
+	if earlyHeld {
+		w.poll(t, "early to be gone once archived", func() bool { return w.gone("early") })
+		if _, earlyRecord = w.findRecord(t, earlyUID); earlyRecord == nil && (w.s3 != nil || w.env["TEAMSPACE_ARCHIVE_DIR"] != "") {
+			t.Errorf("no archive record of early (uid %s), deleted before the engine's first sync of it", earlyUID)
+		}
+	} else if w.servesMutatingPolicies(t) {
+		t.Errorf("early was created without %s on an API server with MutatingAdmissionPolicy v1: is hack/deploy/finalizer.yaml applied?", engineFinalizer)
+	} else {
+		t.Logf("early was created without %s (no MutatingAdmissionPolicy v1 here, Kubernetes < 1.36): not checked", engineFinalizer)
+	}
 	alpha = w.mustTeamSpace(t, "alpha")
 	obsAfter, _, _ := unstructured.NestedInt64(alpha.Object, "status", "observedGeneration")
 	trigger := "none seen"
@@ -561,6 +589,7 @@ func stepEngineStopped(t *testing.T, w *walk) {
 		"generation": gen, "observed_while_stopped": obsStopped, "quota_pods_while_stopped": qStopped,
 		"observed_after_start": obsAfter, "quota_pods_after_start": w.quotaPods("team-alpha"),
 		"stopped_seconds": w.stopped.Seconds(), "catch_up_seconds": seconds(caught),
+		"deleted_before_first_sync": map[string]any{"uid": earlyUID, "finalizer_at_creation": earlyHeld, "archive_record": earlyRecord},
 	})
 }
 
@@ -939,4 +968,21 @@ func stepOwners(t *testing.T, w *walk) {
 		"all_owners_revoked_seconds": seconds(emptied), "role_after_emptying": errText(roleErr),
 		"measured": "from the owners' patch returning to the first answer that held, GETs of alpha impersonating the user every 10 ms, on the real engine",
 	})
+}
+
+// servesMutatingPolicies reports whether the API server serves
+// MutatingAdmissionPolicy v1 (Kubernetes 1.36+), which hack/up.sh then
+// applies (hack/deploy/lib.sh platform_manifests).
+func (w *walk) servesMutatingPolicies(t *testing.T) bool {
+	t.Helper()
+	list, err := w.kube.Discovery().ServerResourcesForGroupVersion("admissionregistration.k8s.io/v1")
+	if err != nil {
+		t.Fatalf("discovery of admissionregistration.k8s.io/v1: %v", err)
+	}
+	for _, r := range list.APIResources {
+		if r.Name == "mutatingadmissionpolicies" {
+			return true
+		}
+	}
+	return false
 }
