@@ -79,6 +79,8 @@
 #                        [cc:resyncPeriodSeconds=N] [cc:customize=off]
 #                        [cc:quotas=children: the quotas as the CompositeController's
 #                        children, no DecoratorController, as before issue #54]
+#                        [admission:-NAME: MutatingAdmissionPolicy NAME and its binding
+#                        deleted after setup, e.g. admission:-teamspace-finalizer]
 #                        [fleet:-per-requester=N]" (fleet: a flag of hack/bench/fleet; cc: the
 #                        CompositeController, patched after start; a period
 #                        works only below the engine's --cache-flush-interval,
@@ -466,10 +468,11 @@ fleet() {
 		engine_flags="--pprof-address=127.0.0.1:$pprof_port"
 		patches=()
 		fleet_flags=()
-		local quotas_as_children=
+		local quotas_as_children='' policies_off=()
 		for word in $flags; do
 			case $word in
 			cc:quotas=children) quotas_as_children=1 ;;
+			admission:-*) policies_off+=("${word#admission:-}") ;;
 			cc:*) patches+=("$(cc_patch "${word#cc:}")") ;;
 			fleet:*) fleet_flags+=("${word#fleet:}") ;;
 			*) engine_flags+=" $word" ;;
@@ -486,6 +489,9 @@ fleet() {
 				engine_with "$engine_flags $(engine_flags "$engine")"
 				eval "$("$hack/up.sh" env)"
 				local p
+				for p in "${policies_off[@]}"; do
+					kubectl delete mutatingadmissionpolicybinding,mutatingadmissionpolicy "$p" >&2
+				done
 				for p in "${patches[@]}"; do
 					kubectl patch compositecontroller teamspace --type merge -p "$p" >&2
 				done

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
 
 	"github.com/labhub/teamspace/hack/bench/internal/benchutil"
+	"github.com/labhub/teamspace/hook/api/v1alpha1"
+	teamspacehook "github.com/labhub/teamspace/hook/teamspace"
 )
 
 // cost prints where a window's work went, per TeamSpace (per: how many
@@ -80,4 +83,44 @@ func formatPer(prefix string, m map[string]float64) string {
 		parts = append(parts, fmt.Sprintf("%s%s=%.2f", prefix, k, m[k]))
 	}
 	return strings.Join(parts, " ")
+}
+
+// stored prints the bytes of one TeamSpace's objects (the TeamSpace and
+// every child of team-<name>; a floor namespace's objects with teamspace
+// empty) in the encoding kube-apiserver stores them in: protobuf for the
+// built-in kinds, JSON for a TeamSpace. What the engine adds beside the
+// hook's fields (its last-applied copy, its labels and ownerReferences,
+// managedFields) is in these bytes; the floor's objects carry none of it.
+func (f *fleet) stored(ctx context.Context, phase, namespace, teamspace string) {
+	ownerName := teamspace
+	if ownerName == "" {
+		ownerName = namespace // floorRest names its owners' objects after the namespace
+	}
+	ns := "/api/v1/namespaces/" + namespace
+	rbac := "/apis/rbac.authorization.k8s.io/v1/"
+	paths := []struct{ kind, path string }{
+		{"namespace", ns},
+		{"limitrange", ns + "/limitranges/" + teamspacehook.LimitRangeName},
+		{"quota", ns + "/resourcequotas/" + teamspacehook.QuotaName},
+		{"objects_quota", ns + "/resourcequotas/" + teamspacehook.ObjectsQuotaName},
+		{"rolebinding", rbac + "namespaces/" + namespace + "/rolebindings/" + teamspacehook.RoleBindingName},
+		{"networkpolicy", "/apis/networking.k8s.io/v1/namespaces/" + namespace + "/networkpolicies/" + teamspacehook.NetworkPolicyName},
+		{"clusterrole", rbac + "clusterroles/" + teamspacehook.OwnerAccessName(ownerName)},
+		{"clusterrolebinding", rbac + "clusterrolebindings/" + teamspacehook.OwnerAccessName(ownerName)},
+	}
+	if teamspace != "" {
+		paths = append(paths, struct{ kind, path string }{"teamspace", "/apis/" + v1alpha1.APIVersion + "/teamspaces/" + teamspace})
+	}
+	var parts []string
+	total := 0
+	for _, p := range paths {
+		b, err := f.c.Kube.CoreV1().RESTClient().Get().AbsPath(p.path).
+			SetHeader("Accept", "application/vnd.kubernetes.protobuf, application/json").DoRaw(ctx)
+		if err != nil {
+			continue // not made for this one (e.g. no objects quota)
+		}
+		total += len(b)
+		parts = append(parts, fmt.Sprintf("stored_%s=%d", p.kind, len(b)))
+	}
+	f.result("stored phase=%s namespace=%s stored_total=%d %s", phase, namespace, total, strings.Join(parts, " "))
 }

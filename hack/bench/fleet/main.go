@@ -396,6 +396,7 @@ func (f *fleet) floor(ctx context.Context, waitGone bool) error {
 	cpuLine := benchutil.FormatCPU(cpu, f.sampleCPU())
 	w.end(ctx)
 	w.cost("floor", len(names))
+	f.stored(ctx, "floor", names[0], "")
 	wait := time.Duration(0)
 	if waitGone {
 		wait = f.timeout
@@ -707,6 +708,7 @@ func (f *fleet) create(ctx context.Context) error {
 	}
 	line, _ := w.end(ctx)
 	w.cost("create", len(f.names))
+	f.stored(ctx, "create", f.namespaces[0], f.names[0])
 	f.resultTransitions("ready")
 	ratio, ratioAll := "n/a", "n/a"
 	if f.floorTime > 0 {
