@@ -12,20 +12,28 @@ import (
 )
 
 // AuditKey is what a request is counted by: the client (AuditClient of
-// its user agent), its verb and its resource (resource/subresource, or
-// the path of a request for no resource).
-type AuditKey struct{ Client, Verb, Resource string }
+// its user agent), its verb, its resource (resource/subresource, or the
+// path of a request for no resource) and, for a request refused or
+// failed, its HTTP code (0 for one that succeeded): a create that found
+// the object there (409) is a request all the same.
+type AuditKey struct {
+	Client, Verb, Resource string
+	Code                   int
+}
 
 // AuditCounts are requests by AuditKey.
 type AuditCounts map[AuditKey]float64
 
 // auditEvent is the part of an audit.k8s.io/v1 Event a count needs.
 type auditEvent struct {
-	Stage      string `json:"stage"`
-	Verb       string `json:"verb"`
-	UserAgent  string `json:"userAgent"`
-	RequestURI string `json:"requestURI"`
-	ObjectRef  *struct {
+	Stage          string `json:"stage"`
+	Verb           string `json:"verb"`
+	UserAgent      string `json:"userAgent"`
+	RequestURI     string `json:"requestURI"`
+	ResponseStatus *struct {
+		Code int `json:"code"`
+	} `json:"responseStatus"`
+	ObjectRef *struct {
 		Resource    string `json:"resource"`
 		Subresource string `json:"subresource"`
 	} `json:"objectRef"`
@@ -70,6 +78,9 @@ func countAudit(r io.Reader) (AuditCounts, error) {
 			continue
 		}
 		k := AuditKey{Client: AuditClient(e.UserAgent), Verb: e.Verb}
+		if e.ResponseStatus != nil && e.ResponseStatus.Code >= 400 {
+			k.Code = e.ResponseStatus.Code
+		}
 		switch {
 		case e.ObjectRef != nil && e.ObjectRef.Subresource != "":
 			k.Resource = e.ObjectRef.Resource + "/" + e.ObjectRef.Subresource
@@ -112,8 +123,9 @@ func (c AuditCounts) Client(prefix string) float64 {
 }
 
 // Format prints the counts of the clients whose name starts with prefix,
-// divided by per (requests per TeamSpace): "verb/resource=n" pairs, the
-// largest first, then the total.
+// divided by per (requests per TeamSpace): the total, then
+// "verb/resource=n" pairs ("verb/resource/code=n" for those refused or
+// failed), the largest first.
 func (c AuditCounts) Format(prefix string, per float64) string {
 	type item struct {
 		key string
@@ -123,7 +135,11 @@ func (c AuditCounts) Format(prefix string, per float64) string {
 	var total float64
 	for k, v := range c {
 		if strings.HasPrefix(k.Client, prefix) {
-			sum[k.Verb+"/"+k.Resource] += v
+			key := k.Verb + "/" + k.Resource
+			if k.Code != 0 {
+				key += fmt.Sprintf("/%d", k.Code)
+			}
+			sum[key] += v
 			total += v
 		}
 	}
