@@ -368,22 +368,22 @@ func (c *ControlPlane) startAPIServer(ctx context.Context) error {
 	pk := c.pki.path
 	args := []string{"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
-		"--secure-port="+port,
-		"--etcd-servers="+c.datastoreURL,
-		"--tls-cert-file="+pk("apiserver.crt"),
-		"--tls-private-key-file="+pk("apiserver.key"),
-		"--client-ca-file="+pk("ca.crt"),
+		"--secure-port=" + port,
+		"--etcd-servers=" + c.datastoreURL,
+		"--tls-cert-file=" + pk("apiserver.crt"),
+		"--tls-private-key-file=" + pk("apiserver.key"),
+		"--client-ca-file=" + pk("ca.crt"),
 		"--authorization-mode=RBAC",
 		// As k3s: privileged pods are allowed by the API server and refused
 		// (or not) by Pod Security per namespace. With the default (false)
 		// every privileged pod is refused before Pod Security is asked, and
 		// a test of an escalation through a TeamSpace would prove nothing.
 		"--allow-privileged=true",
-		"--service-cluster-ip-range="+serviceCIDR,
+		"--service-cluster-ip-range=" + serviceCIDR,
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--api-audiences=https://kubernetes.default.svc.cluster.local",
-		"--service-account-key-file="+pk("sa.pub"),
-		"--service-account-signing-key-file="+pk("sa.key"),
+		"--service-account-key-file=" + pk("sa.pub"),
+		"--service-account-signing-key-file=" + pk("sa.key"),
 		"--endpoint-reconciler-type=none",
 		"--profiling=" + strconv.FormatBool(os.Getenv(ProfilingEnv) == "1")}
 	if os.Getenv(AuditEnv) == "1" {
