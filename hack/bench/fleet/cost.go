@@ -17,9 +17,9 @@ import (
 // hook calls by hook, the TeamSpaces' status writes, the watch events
 // kube-apiserver sent by resource (count and bytes) and, when it keeps an
 // audit log (-audit-log), every client's requests by verb and resource,
-// the busiest client first. Call it after end.
-func (w *window) cost(phase string, per int) {
-	f, now, n := w.f, w.last, float64(per)
+// the busiest client first. Call it after end, with the sums it returned.
+func (w *window) cost(phase string, per int, s sums) {
+	f, first, last, n := w.f, w.first, w.last, float64(per)
 	perTS := func(m map[string]float64, prefix string) string {
 		out := map[string]float64{}
 		for k, v := range m {
@@ -27,17 +27,10 @@ func (w *window) cost(phase string, per int) {
 		}
 		return formatPer(prefix, out)
 	}
-	syncs := benchutil.SumBy(w.syncs, now.syncs, "name")
-	hooks := benchutil.SumBy(w.hook, now.hook, "hook")
-	watch := benchutil.SumBy(only(w.watch, "apiserver_watch_events_total{"), only(now.watch, "apiserver_watch_events_total{"), "resource")
-	bytes := benchutil.SumBy(only(w.watch, "apiserver_watch_events_sizes_sum{"), only(now.watch, "apiserver_watch_events_sizes_sum{"), "resource")
-	var status float64
-	isStatus := benchutil.StatusWrites("teamspaces")
-	for k, v := range now.api {
-		if isStatus(k) {
-			status += v - w.apiserve[k]
-		}
-	}
+	syncs := benchutil.SumBy(first.syncs, last.syncs, "name")
+	hooks := benchutil.SumBy(first.hook, last.hook, "hook")
+	watch := benchutil.SumBy(only(first.watch, "apiserver_watch_events_total{"), only(last.watch, "apiserver_watch_events_total{"), "resource")
+	bytes := benchutil.SumBy(only(first.watch, "apiserver_watch_events_sizes_sum{"), only(last.watch, "apiserver_watch_events_sizes_sum{"), "resource")
 	var events, sent float64
 	for _, v := range watch {
 		events += v
@@ -45,7 +38,7 @@ func (w *window) cost(phase string, per int) {
 	for _, v := range bytes {
 		sent += v
 	}
-	f.result("cost phase=%s count=%d status_writes=%.2f watch_events=%.1f watch_kib=%.1f %s %s %s %s", phase, per, status/n,
+	f.result("cost phase=%s count=%d status_writes=%.2f watch_events=%.1f watch_kib=%.1f %s %s %s %s", phase, per, s.statusWrites/n,
 		events/n, sent/n/1024, perTS(syncs, "syncs_"), perTS(hooks, "hook_"), perTS(watch, "watch_"), perTS(bytes, "watch_bytes_"))
 	if f.auditLog == "" {
 		return

@@ -88,6 +88,7 @@ import (
 
 	"github.com/labhub/teamspace/hack/bench/internal/benchutil"
 	"github.com/labhub/teamspace/hook/api/v1alpha1"
+	"github.com/labhub/teamspace/tests/controlplane"
 )
 
 const (
@@ -127,7 +128,7 @@ func main() {
 	extra := flag.Int("namespaces", 0, "extra namespaces per TeamSpace (spec.namespaces, at most 3): entries e1..eN of 6 pods and 600m each, team-<name> the rest; churn pods go to every namespace in turn, and phase move shifts 100m from e1 to team-<name> in every TeamSpace")
 	secretCount := flag.Int("secrets", 10000, "phase secrets: how many Secrets no TeamSpace uses are made (1 KiB each), in a namespace of their own")
 	perRequester := flag.Int("per-requester", 0, "TeamSpaces per requester: each run of this many is labelled as one requester's and the allowance set to hold exactly them, so that every sync counts its requester's TeamSpaces, related objects of each other (0: none labelled, none counted, as an exempt user's)")
-	auditLog := flag.String("audit-log", "", "kube-apiserver's JSON audit log (hack/bench.sh FLEET_AUDIT=1): create, quiet and floor count every client's requests by verb and resource in it (default: audit.log in -state when there is one)")
+	auditLog := flag.String("audit-log", "", "kube-apiserver's JSON audit log (TEAMSPACE_APISERVER_AUDIT=1 before hack/bench.sh): create, quiet and floor count every client's requests by verb and resource in it (default: audit.log in -state when there is one)")
 	foreign := benchutil.ForeignClusterFlag()
 	flag.Parse()
 
@@ -152,8 +153,9 @@ func main() {
 		}
 	}
 	if *auditLog == "" && *state != "" {
-		if _, err := os.Stat(filepath.Join(*state, "audit.log")); err == nil {
-			*auditLog = filepath.Join(*state, "audit.log")
+		p := filepath.Join(*state, controlplane.AuditLog)
+		if _, err := os.Stat(p); err == nil {
+			*auditLog = p
 		}
 	}
 	f.auditLog = *auditLog
@@ -394,8 +396,8 @@ func (f *fleet) floor(ctx context.Context, waitGone bool) error {
 		return err
 	}
 	cpuLine := benchutil.FormatCPU(cpu, f.sampleCPU())
-	w.end(ctx)
-	w.cost("floor", len(names))
+	_, floorSums := w.end(ctx)
+	w.cost("floor", len(names), floorSums)
 	f.stored(ctx, "floor", names[0], "")
 	wait := time.Duration(0)
 	if waitGone {
@@ -508,20 +510,14 @@ func (f *fleet) readyCount() int {
 // window is what the engine, the hook and the API server did between begin
 // and end, and the CPU every process spent.
 type window struct {
-	f                      *fleet
-	start                  time.Time
-	engine, hook, apiserve benchutil.Counters
-	// queue is the engine's CompositeController workqueue series.
-	queue benchutil.Counters
-	// syncs are the engine's syncs by controller (every workqueue's
-	// work_duration count), watch kube-apiserver's watch events sent
-	// (count and bytes by resource): what cost reports.
-	syncs, watch benchutil.Counters
-	cpu          benchutil.CPUSample
+	f     *fleet
+	start time.Time
+	// first and last are the scrapes that began and ended the window
+	// (last is set by end, for cost).
+	first, last scraped
+	cpu         benchutil.CPUSample
 	// audit is where the audit log stood at the start (-audit-log).
 	audit int64
-	// last is the scrape that ended the window (end), for cost.
-	last scraped
 }
 
 func isEngineRequest(l string) bool { return strings.HasPrefix(l, "rest_client_requests_total{") }
@@ -532,7 +528,10 @@ func isWatchEvent(l string) bool {
 func isHookCall(l string) bool   { return strings.HasPrefix(l, "teamspace_hook_requests_total{") }
 func isAPIRequest(l string) bool { return strings.HasPrefix(l, "apiserver_request_total{") }
 
-// scraped are the counters a window compares.
+// scraped are the counters a window compares: the engine's requests, its
+// CompositeController queue series and every queue's syncs (work_duration
+// counts by controller), the hook's calls, the API server's requests and
+// the watch events it sent (count and bytes by resource).
 type scraped struct {
 	engine, queue, syncs, hook, api, watch benchutil.Counters
 }
@@ -590,8 +589,7 @@ func (f *fleet) begin(ctx context.Context) *window {
 	if f.auditLog != "" {
 		w.audit = benchutil.AuditSize(f.auditLog)
 	}
-	s := f.scrape(ctx)
-	w.engine, w.queue, w.syncs, w.hook, w.apiserve, w.watch = s.engine, s.queue, s.syncs, s.hook, s.api, s.watch
+	w.first = f.scrape(ctx)
 	w.start = time.Now()
 	return w
 }
@@ -615,18 +613,17 @@ func (w *window) end(ctx context.Context) (string, sums) {
 	var s sums
 	s.secs = time.Since(w.start).Seconds()
 	s.cpu = w.f.sampleCPU()
-	now := w.f.scrape(ctx)
-	w.last = now
-	engine, queue, hook, api := now.engine, now.queue, now.hook, now.api
-	byMethod := benchutil.SumBy(w.engine, engine, "method")
+	w.last = w.f.scrape(ctx)
+	first, last := w.first, w.last
+	byMethod := benchutil.SumBy(first.engine, last.engine, "method")
 	for _, v := range byMethod {
 		s.engine += v
 	}
-	hookCalls, _ := benchutil.Diff(w.hook, hook)
+	hookCalls, _ := benchutil.Diff(first.hook, last.hook)
 	var writes float64
 	tsStatus, quotaStatus := benchutil.StatusWrites("teamspaces"), benchutil.StatusWrites("resourcequotas")
-	for k, v := range api {
-		d := v - w.apiserve[k]
+	for k, v := range last.api {
+		d := v - first.api[k]
 		if benchutil.APIServerWrites(k + " ") {
 			writes += d
 		}
@@ -639,7 +636,7 @@ func (w *window) end(ctx context.Context) (string, sums) {
 	}
 	line := fmt.Sprintf("engine_req=%g engine_req_per_s=%.1f %s hook_calls=%g hook_calls_per_s=%.1f api_writes=%g teamspace_status_writes=%g quota_status_writes=%g %s %s",
 		s.engine, s.engine/s.secs, benchutil.FormatBy("engine_", byMethod), hookCalls, hookCalls/s.secs, writes, s.statusWrites, s.quotaStatusWrites,
-		benchutil.FormatQueue(w.queue, queue), benchutil.FormatCPU(w.cpu, s.cpu))
+		benchutil.FormatQueue(first.queue, last.queue), benchutil.FormatCPU(w.cpu, s.cpu))
 	return line, s
 }
 
@@ -706,8 +703,8 @@ func (f *fleet) create(ctx context.Context) error {
 	if f.slices != nil {
 		f.slices.phase.Store("after")
 	}
-	line, _ := w.end(ctx)
-	w.cost("create", len(f.names))
+	line, createSums := w.end(ctx)
+	w.cost("create", len(f.names), createSums)
 	f.stored(ctx, "create", f.namespaces[0], f.names[0])
 	f.resultTransitions("ready")
 	ratio, ratioAll := "n/a", "n/a"
@@ -864,7 +861,7 @@ func (f *fleet) quietPhase(ctx context.Context, threshold float64) error {
 		prev, prevAt = now, at
 		if minute == "" && time.Since(w.start) >= time.Minute {
 			line, sums := w.end(ctx)
-			w.cost("quiet", len(f.names))
+			w.cost("quiet", len(f.names), sums)
 			minute = benchutil.FormatCores(benchutil.Cores(w.cpu, sums.cpu, sums.secs), nil) + " " + line
 		}
 		if minute != "" && quietAfter >= 0 {
