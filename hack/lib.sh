@@ -443,6 +443,21 @@ patches_key() {
 	for p in "$@"; do sed -n '/^diff --git /,$p' "${p}"; done | sha256sum | cut -c1-12
 }
 
+# apply_patches DIR PATCH...: applies each patch, in order, to the tree
+# DIR, each checked whole first so that nothing is half applied. On the
+# first that does not apply it prints "<file name>: <git's first line>"
+# and returns 1 (the caller cleans up and dies naming it).
+apply_patches() {
+	local dir=$1 p err
+	shift
+	for p in "$@"; do
+		if ! err=$(cd "${dir}" && git apply --check "${p}" 2>&1 && git apply "${p}" 2>&1); then
+			printf '%s: %s\n' "${p##*/}" "$(head -n 1 <<<"${err}")"
+			return 1
+		fi
+	done
+}
+
 # ensure_proposed_engine sets and exports PROPOSED_METACONTROLLER_BIN: the
 # pinned source (metacontroller_source) with every ENGINE_PATCHES/*.patch
 # (or those numbered in ENGINE_PATCHES_ONLY, e.g. 0001,0003) applied in
@@ -476,14 +491,11 @@ ensure_proposed_engine() {
 		rm -rf "${dir}"/src.tmp.* # what a failed build left
 		tmp="$(mktemp -d "${dir}/src.tmp.XXXXXX")"
 		cp -a "${METACONTROLLER_SOURCE}/." "${tmp}/"
-		for p in "${patches[@]}"; do
-			# checked whole first, so that nothing is half applied
-			if ! err=$(cd "${tmp}" && git apply --check "${p}" 2>&1 && git apply "${p}" 2>&1); then
-				rm -rf "${tmp}"
-				exec {lock_fd}>&-
-				die "engine patch ${p##*/} does not apply to Metacontroller ${METACONTROLLER_VERSION} (${METACONTROLLER_SOURCE_WHAT}): $(head -n 1 <<<"${err}")"
-			fi
-		done
+		if ! err=$(apply_patches "${tmp}" "${patches[@]}"); then
+			rm -rf "${tmp}"
+			exec {lock_fd}>&-
+			die "engine patch ${err%%: *} does not apply to Metacontroller ${METACONTROLLER_VERSION} (${METACONTROLLER_SOURCE_WHAT}): ${err#*: }"
+		fi
 		build_metacontroller "${tmp}" "${METACONTROLLER_SOURCE_WHAT} with ${ENGINE_PATCHES}" "${dir}" "${METACONTROLLER_VERSION}+proposed.${key}"
 		rm -rf "${tmp}"
 	fi
@@ -528,14 +540,11 @@ ensure_proposed_kube() {
 		mkdir -p "${tmp}/src" "${tmp}/module" "${tmp}/bin"
 		cp -a "${src}/." "${tmp}/src/"
 		chmod -R u+w "${tmp}/src"
-		for p in "${patches[@]}"; do
-			# checked whole first, so that nothing is half applied
-			if ! err=$(cd "${tmp}/src" && git apply --check "${p}" 2>&1 && git apply "${p}" 2>&1); then
-				rm -rf "${tmp}"
-				exec {lock_fd}>&-
-				die "Kubernetes patch ${p##*/} does not apply to ${KUBE_VERSION}: $(head -n 1 <<<"${err}")"
-			fi
-		done
+		if ! err=$(apply_patches "${tmp}/src" "${patches[@]}"); then
+			rm -rf "${tmp}"
+			exec {lock_fd}>&-
+			die "Kubernetes patch ${err%%: *} does not apply to ${KUBE_VERSION}: ${err#*: }"
+		fi
 		say "building kube-controller-manager ${KUBE_VERSION} with ${KUBE_PATCHES} into ${dir}/bin"
 		cp "${TEAMSPACE_HACK_DIR}/go.mod" "${TEAMSPACE_HACK_DIR}/go.sum" "${tmp}/module/"
 		if ! (cd "${tmp}/module" &&
