@@ -191,9 +191,25 @@ type TemplatesRequest struct {
 // parent is left alone) and Attachments never null (null would delete
 // the bundle).
 type TemplatesResponse struct {
-	Status      *struct{}        `json:"status"`
-	Attachments []map[string]any `json:"attachments"`
+	Status             *struct{}        `json:"status"`
+	Attachments        []map[string]any `json:"attachments"`
+	ResyncAfterSeconds float64          `json:"resyncAfterSeconds,omitempty"`
 }
+
+// BundleMissingRetrySeconds is how soon the engine asks again while the
+// bundle is not among the attachments (or is going). The engine creates
+// it, and a create refused as AlreadyExists it swallows without a retry:
+// that is the answer while the bundle of a CompositeController that was
+// replaced (deleted and applied again, a reinstall) still waits for the
+// garbage collector, the old bundle being the old controller's. When the
+// collector deletes it, the event names the old controller, so nothing
+// would sync the new one for hours, and every TeamSpace would go on
+// without the platform's templates (a new one would get none of their
+// copies): found on a two-core machine, where the collector came seconds
+// after the walkthrough applied the CompositeController again (issue
+// #74). Costs one more sync of the CompositeController, from the cache,
+// each time the bundle is made.
+const BundleMissingRetrySeconds = 1
 
 // Validate checks that the request is one Templates can answer: the
 // CompositeController of TeamSpaces, and Secrets as its only attachments.
@@ -240,7 +256,22 @@ func Templates(r *TemplatesRequest) (*TemplatesResponse, error) {
 		"type": "Opaque",
 		"data": map[string]any{TemplatesBundleKey: base64.StdEncoding.EncodeToString(content)},
 	}
-	return &TemplatesResponse{Attachments: []map[string]any{bundle}}, nil
+	resp := &TemplatesResponse{Attachments: []map[string]any{bundle}}
+	if !bundleThere(r.Attachments) {
+		resp.ResyncAfterSeconds = BundleMissingRetrySeconds
+	}
+	return resp, nil
+}
+
+// bundleThere reports whether the engine shows the bundle as this
+// controller's, and not going.
+func bundleThere(attachments map[string]ObjectMap) bool {
+	for _, o := range attachments[bundleKind.key] {
+		if o != nil && o.Metadata.Namespace == TemplatesNamespace && o.Metadata.Name == TemplatesBundleName && o.Metadata.DeletionTimestamp == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // TemplatesCustomize answers the customize hook of the bundle's
