@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -84,6 +85,59 @@ type testInstall struct {
 	destdir, run string
 	real         bool
 	hookAddr     string
+	// started are the processes install.sh started (recordStarted), for
+	// stopStarted.
+	started []process
+}
+
+// process is a process by PID and start time (field 22 of /proc/PID/stat),
+// so that a PID used again by another process is not taken for it.
+type process struct {
+	name  string
+	pid   int
+	start string
+}
+
+// startTime is the start time of pid ("" when it is gone).
+func startTime(pid int) string {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return ""
+	}
+	s := string(stat)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:]) // from field 3, the state
+	if len(fields) < 20 {
+		return ""
+	}
+	return fields[19]
+}
+
+// recordStarted records the hook and engine install.sh just started (its
+// pid files).
+func (in *testInstall) recordStarted(t *testing.T) {
+	t.Helper()
+	for _, u := range []string{"teamspace-hook", "metacontroller"} {
+		pid := pidOf(t, filepath.Join(in.run, u+".pid"))
+		in.started = append(in.started, process{name: u, pid: pid, start: startTime(pid)})
+	}
+}
+
+// stopStarted stops, with SIGTERM and after 10 s SIGKILL, every process
+// recordStarted recorded that still runs, whatever uninstall.sh did: a
+// cleanup whose uninstall.sh refuses (a TeamSpace still deleting) must not
+// leave the hook and the engine running after the test.
+func (in *testInstall) stopStarted(t *testing.T) {
+	t.Helper()
+	for _, p := range in.started {
+		if startTime(p.pid) != p.start || !alive(p.pid) {
+			continue
+		}
+		t.Logf("stopping %s (pid %d), which uninstall.sh left running", p.name, p.pid)
+		_ = syscall.Kill(p.pid, syscall.SIGTERM)
+		if !testenv.Eventually(10*time.Second, 100*time.Millisecond, func() bool { return !alive(p.pid) || startTime(p.pid) != p.start }) {
+			_ = syscall.Kill(p.pid, syscall.SIGKILL)
+		}
+	}
 }
 
 func newInstall(t *testing.T, crds string) testInstall {

@@ -26,6 +26,9 @@ func TestUninstallCannotStrand(t *testing.T) {
 	const busy, prot = "uninst-busy", "uninst-prot"
 	t.Cleanup(func() {
 		deployScript(t, in.env, "uninstall.sh")
+		// uninstall.sh refuses while a TeamSpace is deleting, which a
+		// failed test may leave: the processes stop all the same.
+		in.stopStarted(t)
 		kubectl(t, "annotate", "--overwrite", "teamspaces.platform.labhub.io", prot, "platform.labhub.io/protected-")
 		for _, n := range []string{busy, prot, "uninst-all", "uninst-recover"} {
 			kubectl(t, "patch", "teamspaces.platform.labhub.io", n, "--type=merge", "-p", `{"metadata":{"finalizers":null}}`)
@@ -42,6 +45,7 @@ func TestUninstallCannotStrand(t *testing.T) {
 		if r := deployScript(t, in.env, "install.sh"); r.err != nil {
 			t.Fatalf("install.sh: %v", r)
 		}
+		in.recordStarted(t)
 	}
 	enginePID := func() int { return pidOf(t, filepath.Join(in.run, "metacontroller.pid")) }
 	install()

@@ -137,6 +137,11 @@ func stepGeneration(t *testing.T, w *walk) {
 // acting, nothing happens: no resourceVersion changes (no churn) and the
 // engine calls no hook at all (no resync within minutes: they come every
 // 6-12 h, hook/teamspace/resync.go; hack/deploy/README.md "Resync and repairs").
+// The window opens once alpha is at rest (settle: the templates' bundle
+// the new CompositeController's, every object alpha's sync reads and the
+// hook's calls unchanged for 2 s), and watches all of those: a step that
+// opened it before the old bundle went saw that and called it a resync
+// (issue #74).
 func stepReconcile(t *testing.T, w *walk) {
 	t0 := time.Now()
 	w.applyController(t)
@@ -147,7 +152,7 @@ func stepReconcile(t *testing.T, w *walk) {
 		q, ok := w.quota("team-alpha")
 		return ok && hardPods(q.Status.Hard) == hardPods(q.Spec.Hard)
 	})
-	time.Sleep(time.Second)
+	settled := w.settle(t, "alpha", 2*time.Second)
 
 	ns, _ := w.namespace("team-alpha")
 	owner := metav1.GetControllerOf(ns)
@@ -157,15 +162,11 @@ func stepReconcile(t *testing.T, w *walk) {
 	if got := ns.Labels["platform.labhub.io/teamspace"]; got != "alpha" {
 		t.Errorf("namespace label platform.labhub.io/teamspace = %q, want alpha", got)
 	}
-	rvs := func() map[string]string {
-		ns, _ := w.namespace("team-alpha")
-		q, _ := w.quota("team-alpha")
-		return map[string]string{"teamspace": w.mustTeamSpace(t, "alpha").GetResourceVersion(), "namespace": ns.ResourceVersion, "quota": q.ResourceVersion}
-	}
-	before, byHookBefore := rvs(), w.hookCallsByHook(t)
-	t.Logf("converged in %s; watching resourceVersions and hook calls for %s", converged.Round(time.Millisecond), w.rest)
+	before, byHookBefore := w.restState(t, "alpha"), w.hookCallsByHook(t)
+	t.Logf("converged in %s, at rest %s later; watching %d objects and the hook's calls for %s",
+		converged.Round(time.Millisecond), settled.Round(time.Millisecond), len(before), w.rest)
 	time.Sleep(w.rest)
-	after, byHook := rvs(), w.hookCallsByHook(t)
+	after, byHook := w.restState(t, "alpha"), w.hookCallsByHook(t)
 	// The TeamSpaces' own hooks (sync, customize, finalize): the
 	// DecoratorControllers' follow what others write on their own
 	// schedule (the quota controller recounting a quota's status), which
@@ -181,17 +182,17 @@ func stepReconcile(t *testing.T, w *walk) {
 			}
 		}
 	}
-	changed := fmt.Sprint(before) != fmt.Sprint(after)
-	if changed {
-		t.Errorf("resourceVersions changed at steady state: %v → %v", before, after)
+	changed := changedState(before, after)
+	if changed != "" {
+		t.Errorf("objects changed at steady state: %s", changed)
 	}
 	if calls != 0 {
 		t.Errorf("the engine called the hook %v times in %s with nobody acting, want none (a periodic resync?)", calls, w.rest)
 	}
 	q, _ := w.quota("team-alpha")
 	w.evidence(t, "reconcile.json", map[string]any{
-		"quota_uid": q.UID, "namespace_owner_uid": ownerUID(owner), "second_pass_rv_changed": changed,
-		"teamspace_uid": w.alphaUID, "converge_seconds": seconds(converged),
+		"quota_uid": q.UID, "namespace_owner_uid": ownerUID(owner), "second_pass_rv_changed": changed != "",
+		"teamspace_uid": w.alphaUID, "converge_seconds": seconds(converged), "settle_seconds": seconds(settled),
 		"watched_seconds": w.rest.Seconds(), "rv_before": before, "rv_after": after, "hook_calls_at_rest": calls,
 	})
 }

@@ -73,6 +73,7 @@ var steps = []struct {
 	{"1-only-the-crd", stepOnlyTheCRD},
 	{"2-generation", stepGeneration},
 	{"3-reconcile", stepReconcile},
+	{"3a-bundle-comes-back", stepBundleComesBack},
 	{"4-new-teamspace", stepNewTeamSpace},
 	{"5-drift", stepDrift},
 	{"5a-late-garbage-collector", stepLateGarbageCollector},
