@@ -53,15 +53,20 @@ func pidOf(t *testing.T, file string) int {
 // takes its time, has not reaped yet: seen as a flake of
 // TestInstallUninstall's "left the old process running").
 func alive(pid int) bool {
+	f, ok := statFields(pid)
+	return ok && (len(f) == 0 || f[0] != "Z")
+}
+
+// statFields are the fields of /proc/PID/stat from the third, the state, on
+// (the command name before it is in parentheses and may hold spaces: "pid
+// (comm) S ..."); ok is false when the process is gone.
+func statFields(pid int) (fields []string, ok bool) {
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return false
+		return nil, false
 	}
-	// The state follows the command name, which is in parentheses and may
-	// hold spaces: "pid (comm) S ...".
 	s := string(stat)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+	return strings.Fields(s[strings.LastIndexByte(s, ')')+1:]), true
 }
 
 func httpOK(url string) error {
@@ -100,16 +105,10 @@ type process struct {
 
 // startTime is the start time of pid ("" when it is gone).
 func startTime(pid int) string {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return ""
+	if f, _ := statFields(pid); len(f) >= 20 {
+		return f[19]
 	}
-	s := string(stat)
-	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:]) // from field 3, the state
-	if len(fields) < 20 {
-		return ""
-	}
-	return fields[19]
+	return ""
 }
 
 // recordStarted records the hook and engine install.sh just started (its

@@ -22,9 +22,10 @@ import (
 // cluster-scoped children, and the templates' bundle (a related object of
 // every TeamSpace) all unchanged, and the engine calling no hook. Step 3
 // watched three of these, and opened its window while the bundle of the
-// CompositeController step 1 deleted was still there, waiting for a
-// garbage collector that a two-core machine made seconds late: the window
-// saw the bundle go, and two syncs of alpha for it.
+// CompositeController step 1 deleted was still there, waiting for the
+// garbage collector (which sees a kind installed after it started only from
+// its next discovery, every 30 s): the window saw the bundle go, and two
+// syncs of alpha for it.
 
 // restKinds are the kinds of a team namespace's objects the TeamSpace's
 // sync makes or reads (children, copies of templates, what team-objects
@@ -162,8 +163,8 @@ func (w *walk) hookCalls(t *testing.T, hook string) float64 {
 
 // stepBundleComesBack: the templates' bundle comes back whenever it is
 // gone, here after the CompositeController was replaced while the old
-// one's bundle was still there. A finalizer holds that bundle as a slow
-// garbage collector did (issue #74): the new controller's
+// one's bundle was still there. A finalizer holds that bundle as the
+// garbage collector's late discovery did (issue #74): the new controller's
 // DecoratorController syncs, its create meets AlreadyExists (the engine
 // swallows it); then the old bundle goes, and the event names the old
 // controller, which nothing syncs. Without a retry while the bundle is
@@ -190,13 +191,7 @@ func stepBundleComesBack(t *testing.T, w *walk) {
 	})
 
 	// The CompositeController replaced: a new uid.
-	if err := w.dyn.Resource(compositeControllers).Delete(w.ctx, controllerName, metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	w.poll(t, "the CompositeController to be gone", func() bool {
-		_, err := w.dyn.Resource(compositeControllers).Get(w.ctx, controllerName, metav1.GetOptions{})
-		return apierrors.IsNotFound(err)
-	})
+	w.deleteController(t)
 	synced := w.hookCalls(t, "templates")
 	w.applyController(t)
 	cc, err := w.dyn.Resource(compositeControllers).Get(w.ctx, controllerName, metav1.GetOptions{})
@@ -218,14 +213,9 @@ func stepBundleComesBack(t *testing.T, w *walk) {
 	if err := setFinalizers("null"); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for !w.bundleOwnedBy(cc.GetUID()) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the templates' bundle not made again 30 s after the old one went (the CompositeController replaced): every TeamSpace is without the platform's templates until it is")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	took := time.Since(released)
+	back := w.pollWithin(t, 30*time.Second, "the templates' bundle made again after the old one went (the CompositeController replaced): every TeamSpace is without the platform's templates until it is",
+		func() bool { return w.bundleOwnedBy(cc.GetUID()) })
+	took := back.Sub(released)
 	w.poll(t, "alpha synced for the new bundle", func() bool { return w.observedCurrent("alpha") && w.ready("alpha") })
 	w.evidence(t, "bundle.json", map[string]any{"controller_uid": cc.GetUID(), "bundle_back_seconds": seconds(took)})
 }

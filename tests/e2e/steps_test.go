@@ -62,14 +62,7 @@ func stepLeftovers(t *testing.T, w *walk) {
 // stepOnlyTheCRD: without the CompositeController a TeamSpace is only
 // stored: no namespace, no finalizer, no status but crd.yaml's default.
 func stepOnlyTheCRD(t *testing.T, w *walk) {
-	err := w.dyn.Resource(compositeControllers).Delete(w.ctx, controllerName, metav1.DeleteOptions{})
-	if err != nil && !apierrors.IsNotFound(err) {
-		t.Fatal(err)
-	}
-	w.poll(t, "the CompositeController to be gone", func() bool {
-		_, err := w.dyn.Resource(compositeControllers).Get(w.ctx, controllerName, metav1.GetOptions{})
-		return apierrors.IsNotFound(err)
-	})
+	w.deleteController(t)
 	time.Sleep(2 * time.Second) // the engine drops its controller on the watch event
 	w.alphaUID = string(w.createTeamSpace(t, "alpha", 4, "").GetUID())
 	time.Sleep(w.observe)

@@ -307,6 +307,20 @@ func (w *walk) applyController(t *testing.T) {
 	}
 }
 
+// deleteController deletes the CompositeController and waits until it is
+// gone.
+func (w *walk) deleteController(t *testing.T) {
+	t.Helper()
+	err := w.dyn.Resource(compositeControllers).Delete(w.ctx, controllerName, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+	w.poll(t, "the CompositeController to be gone", func() bool {
+		_, err := w.dyn.Resource(compositeControllers).Get(w.ctx, controllerName, metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	})
+}
+
 // evidence writes one JSON evidence file for a reader.
 func (w *walk) evidence(t *testing.T, name string, v any) {
 	t.Helper()
@@ -323,10 +337,16 @@ func (w *walk) evidence(t *testing.T, name string, v any) {
 // poll calls cond every 50 ms until it holds; it returns when it first did.
 func (w *walk) poll(t *testing.T, desc string, cond func() bool) time.Time {
 	t.Helper()
-	deadline := time.Now().Add(w.timeout)
+	return w.pollWithin(t, w.timeout, desc, cond)
+}
+
+// pollWithin is poll with a timeout of its own.
+func (w *walk) pollWithin(t *testing.T, timeout time.Duration, desc string, cond func() bool) time.Time {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
 	for !cond() {
 		if time.Now().After(deadline) || w.ctx.Err() != nil {
-			t.Fatalf("timed out after %s waiting for %s", w.timeout, desc)
+			t.Fatalf("timed out after %s waiting for %s", timeout, desc)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

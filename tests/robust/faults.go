@@ -24,10 +24,12 @@ const (
 	HookStallsPastTimeout Target = "hook-stalls"
 )
 
-// Kills are the targets killed; Impairments those made to misbehave.
+// Kills are the targets killed; Impairments those made to misbehave;
+// Targets all of them.
 var (
 	Kills       = []Target{LeadingEngine, Hook, APIServer, ControllerManager, Datastore, ArchiveStore}
 	Impairments = []Target{ArchiveRefusesWrites, HookStallsPastTimeout}
+	Targets     = append(slices.Clone(Kills), Impairments...)
 )
 
 // Fault is one fault of a run: at At after the start, Target is hit, and
@@ -55,13 +57,12 @@ func (f Fault) String() string {
 func Schedule(seed uint64, d time.Duration) []Fault {
 	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	between := func(lo, hi time.Duration) time.Duration { return lo + time.Duration(r.Int64N(int64(hi-lo)+1)) }
-	all := append(slices.Clone(Kills), Impairments...)
-	lo, hi := 10*time.Second, min(60*time.Second, max(10*time.Second, d/time.Duration(len(all)+1)))
+	lo, hi := 10*time.Second, min(60*time.Second, max(10*time.Second, d/time.Duration(len(Targets)+1)))
 	var deck []Target
 	var out []Fault
 	for at := between(lo, hi); at < d; at += between(lo, hi) {
 		if len(deck) == 0 {
-			deck = slices.Clone(all)
+			deck = slices.Clone(Targets)
 			r.Shuffle(len(deck), func(i, j int) { deck[i], deck[j] = deck[j], deck[i] })
 		}
 		f := Fault{At: at, Target: deck[0]}
