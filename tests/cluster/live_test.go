@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -65,8 +66,8 @@ func liveClient(t testing.TB) *live {
 	return l
 }
 
-// get reads one object; apierrors.IsNotFound tells a missing one.
-func (l *live) get(r liveRef) (*unstructured.Unstructured, error) {
+// resource is the client of r's kind, in r's namespace if it has one.
+func (l *live) resource(r liveRef) (dynamic.ResourceInterface, error) {
 	gv, err := schema.ParseGroupVersion(r.apiVersion)
 	if err != nil {
 		return nil, err
@@ -76,7 +77,76 @@ func (l *live) get(r liveRef) (*unstructured.Unstructured, error) {
 		return nil, fmt.Errorf("%s: %w", r, err)
 	}
 	if r.namespace == "" {
-		return l.dyn.Resource(m.Resource).Get(context.Background(), r.name, metav1.GetOptions{})
+		return l.dyn.Resource(m.Resource), nil
 	}
-	return l.dyn.Resource(m.Resource).Namespace(r.namespace).Get(context.Background(), r.name, metav1.GetOptions{})
+	return l.dyn.Resource(m.Resource).Namespace(r.namespace), nil
+}
+
+// get reads one object; apierrors.IsNotFound tells a missing one.
+func (l *live) get(r liveRef) (*unstructured.Unstructured, error) {
+	res, err := l.resource(r)
+	if err != nil {
+		return nil, err
+	}
+	return res.Get(context.Background(), r.name, metav1.GetOptions{})
+}
+
+// The writes are those kubectl makes of create, create --dry-run=server and
+// replace: strict field validation (kubectl's default, --validate=strict),
+// so that a field the API server does not know fails as it would there.
+const strict = metav1.FieldValidationStrict
+
+// create creates obj (its apiVersion, kind, namespace and name say
+// where), or only asks the API server whether it would (dryRun): every
+// admission step runs, nothing is stored.
+func (l *live) create(obj map[string]any, dryRun bool) error {
+	u := &unstructured.Unstructured{Object: obj}
+	res, err := l.resource(refOf(u))
+	if err != nil {
+		return err
+	}
+	opts := metav1.CreateOptions{FieldValidation: strict}
+	if dryRun {
+		opts.DryRun = []string{metav1.DryRunAll}
+	}
+	_, err = res.Create(context.Background(), u.DeepCopy(), opts)
+	return err
+}
+
+// replace writes obj over the stored object as kubectl replace does: a
+// full update, with the stored resourceVersion when obj has none.
+func (l *live) replace(obj map[string]any) error {
+	u := (&unstructured.Unstructured{Object: obj}).DeepCopy()
+	res, err := l.resource(refOf(u))
+	if err != nil {
+		return err
+	}
+	if u.GetResourceVersion() == "" {
+		cur, err := res.Get(context.Background(), u.GetName(), metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		u.SetResourceVersion(cur.GetResourceVersion())
+	}
+	_, err = res.Update(context.Background(), u, metav1.UpdateOptions{FieldValidation: strict})
+	return err
+}
+
+// delete deletes one object without waiting (kubectl delete
+// --ignore-not-found --wait=false: its dependents in the background).
+func (l *live) delete(r liveRef) error {
+	res, err := l.resource(r)
+	if err != nil {
+		return err
+	}
+	err = res.Delete(context.Background(), r.name, metav1.DeleteOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// refOf names the object u is.
+func refOf(u *unstructured.Unstructured) liveRef {
+	return liveRef{apiVersion: u.GetAPIVersion(), kind: u.GetKind(), namespace: u.GetNamespace(), name: u.GetName()}
 }
