@@ -474,30 +474,33 @@ func rootPod(ns string) string {
 // it, sync again with the namespace observed (the answer is every child),
 // apply those; every write as the engine's identity. It waits for the
 // namespace's default ServiceAccount (pods need it) and deletes the
-// namespace when the test ends.
+// namespace when the test ends. Through client-go, not kubectl: dozens of
+// tests call it, and its ~20 requests as kubectl processes were a sixth
+// of the package's CPU on two cores (#74).
 func engineStandIn(t *testing.T, name string) {
 	t.Helper()
+	api := liveClient(t)
 	ns := teamspace.NamespaceName(name)
 	t.Cleanup(func() {
-		_, _ = kubectl(t, "", "delete", "namespace", ns, "--ignore-not-found", "--wait=false")
-		_, _ = kubectl(t, "", "delete", "namespace", "-l", v1alpha1.TeamSpaceLabel+"="+name, "--wait=false")
+		_ = api.delete(liveRef{apiVersion: "v1", kind: "Namespace", name: ns})
+		items, _ := api.list("v1", "Namespace", "", v1alpha1.TeamSpaceLabel+"="+name)
+		for _, item := range items {
+			_ = api.delete(refOf(&item))
+		}
 	})
 	for round := 0; round < 2; round++ {
-		parent := mustKubectl(t, "", "get", "teamspace", name, "-o", "json")
+		parent, err := api.get(liveRef{apiVersion: v1alpha1.APIVersion, kind: v1alpha1.Kind, name: name})
+		if err != nil {
+			t.Fatalf("TeamSpace %s: %v", name, err)
+		}
 		children := map[string]any{}
 		// Every namespace of the team (spec.namespaces' too), as the
 		// engine shows its children: by the TeamSpace label.
-		var list struct {
-			Items []json.RawMessage `json:"items"`
-		}
-		if out, err := kubectl(t, "", "get", "namespace", "-l", v1alpha1.TeamSpaceLabel+"="+name, "-o", "json"); err == nil && json.Unmarshal([]byte(out), &list) == nil {
+		if items, err := api.list("v1", "Namespace", "", v1alpha1.TeamSpaceLabel+"="+name); err == nil {
 			namespaces := map[string]json.RawMessage{}
-			for _, item := range list.Items {
-				var meta struct {
-					Metadata struct{ Name string } `json:"metadata"`
-				}
-				if json.Unmarshal(item, &meta) == nil && (meta.Metadata.Name == ns || strings.HasPrefix(meta.Metadata.Name, ns+"--")) {
-					namespaces[meta.Metadata.Name] = item
+			for _, item := range items {
+				if n := item.GetName(); n == ns || strings.HasPrefix(n, ns+"--") {
+					namespaces[n] = rawJSON(&item)
 				}
 			}
 			if len(namespaces) > 0 {
@@ -508,40 +511,27 @@ func engineStandIn(t *testing.T, name string) {
 		// the engine shows it: only one it made (here: one with the
 		// TeamSpace label the hook gives every child).
 		role := teamspace.OwnerAccessName(name)
-		if out, err := kubectl(t, "", "get", "clusterrole", role, "-o", "json"); err == nil {
-			var meta struct {
-				Metadata struct{ Labels map[string]string } `json:"metadata"`
-			}
-			if json.Unmarshal([]byte(out), &meta) == nil && meta.Metadata.Labels[v1alpha1.TeamSpaceLabel] == name {
-				children["ClusterRole.rbac.authorization.k8s.io/v1"] = map[string]json.RawMessage{role: json.RawMessage(out)}
-			}
+		if obj, err := api.get(liveRef{apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", name: role}); err == nil && obj.GetLabels()[v1alpha1.TeamSpaceLabel] == name {
+			children["ClusterRole.rbac.authorization.k8s.io/v1"] = map[string]json.RawMessage{role: rawJSON(obj)}
 		}
 		// The limits ConfigMap, as customize asks for it: a requester's
 		// TeamSpace gets nothing new without it (its allowance).
 		related := map[string]any{}
-		if out, err := kubectl(t, "", "-n", limitsNamespace, "get", "configmap", limitsConfigMap, "-o", "json"); err == nil {
-			related["ConfigMap.v1"] = map[string]json.RawMessage{limitsNamespace + "/" + limitsConfigMap: json.RawMessage(out)}
+		if obj, err := api.get(liveRef{apiVersion: "v1", kind: "ConfigMap", namespace: limitsNamespace, name: limitsConfigMap}); err == nil {
+			related["ConfigMap.v1"] = map[string]json.RawMessage{limitsNamespace + "/" + limitsConfigMap: rawJSON(obj)}
 		}
 		// The namespaces it adopts, as customize asks for them by name
 		// (here: by the label that confirms them).
-		var adoptable struct {
-			Items []json.RawMessage `json:"items"`
-		}
-		if out, err := kubectl(t, "", "get", "namespace", "-l", v1alpha1.AdoptLabel+"="+name, "-o", "json"); err == nil && json.Unmarshal([]byte(out), &adoptable) == nil {
+		if items, err := api.list("v1", "Namespace", "", v1alpha1.AdoptLabel+"="+name); err == nil {
 			adopted := map[string]json.RawMessage{}
-			for _, item := range adoptable.Items {
-				var meta struct {
-					Metadata struct{ Name string } `json:"metadata"`
-				}
-				if json.Unmarshal(item, &meta) == nil {
-					adopted[meta.Metadata.Name] = item
-				}
+			for _, item := range items {
+				adopted[item.GetName()] = rawJSON(&item)
 			}
 			if len(adopted) > 0 {
 				related["Namespace.v1"] = adopted
 			}
 		}
-		body, _ := json.Marshal(map[string]any{"parent": json.RawMessage(parent), "children": children, "related": related})
+		body, _ := json.Marshal(map[string]any{"parent": rawJSON(parent), "children": children, "related": related})
 		var r teamspace.Request
 		if err := json.Unmarshal(body, &r); err != nil {
 			t.Fatal(err)
@@ -553,15 +543,32 @@ func engineStandIn(t *testing.T, name string) {
 		quotasStandIn(t, name)
 		adoptedStandIn(t, name, r.Parent)
 	}
-	namespaces := strings.Fields(mustKubectl(t, "", "get", "namespace", "-l", v1alpha1.TeamSpaceLabel+"="+name, "-o", "jsonpath={.items[*].metadata.name}"))
-	for _, n := range append([]string{ns}, namespaces...) {
+	items, err := api.list("v1", "Namespace", "", v1alpha1.TeamSpaceLabel+"="+name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	namespaces := []string{ns}
+	for _, item := range items {
+		namespaces = append(namespaces, item.GetName())
+	}
+	for _, n := range namespaces {
 		if !eventually(60*time.Second, 250*time.Millisecond, func() bool {
-			_, err := kubectl(t, "", "get", "serviceaccount", "default", "-n", n)
+			_, err := api.get(liveRef{apiVersion: "v1", kind: "ServiceAccount", namespace: n, name: "default"})
 			return err == nil
 		}) {
 			t.Fatalf("no ServiceAccount default in %s after 60s", n)
 		}
 	}
+}
+
+// asEngine is the client acting as the engine's identity.
+func asEngine(t *testing.T) *live {
+	t.Helper()
+	engine, err := liveClient(t).as(engineIdentity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return engine
 }
 
 // adoptedStandIn is the adopted namespaces' DecoratorController of
@@ -570,22 +577,23 @@ func engineStandIn(t *testing.T, name string) {
 // the engine.
 func adoptedStandIn(t *testing.T, name string, parent *teamspace.Parent) {
 	t.Helper()
-	var list struct {
-		Items []*teamspace.Object `json:"items"`
-	}
-	out, err := kubectl(t, "", "get", "namespace", "-l", v1alpha1.AdoptLabel+"="+name, "-o", "json")
-	if err != nil || json.Unmarshal([]byte(out), &list) != nil {
+	items, err := liveClient(t).list("v1", "Namespace", "", v1alpha1.AdoptLabel+"="+name)
+	if err != nil {
 		return
 	}
 	ts := &teamspace.Object{APIVersion: parent.APIVersion, Kind: parent.Kind, Metadata: parent.Metadata, Spec: parent.Spec}
-	for _, ns := range list.Items {
-		req := &teamspace.AdoptedRequest{Object: ns, Related: map[string]teamspace.ObjectMap{v1alpha1.Kind + "." + v1alpha1.APIVersion: {name: ts}}}
+	for _, item := range items {
+		var ns teamspace.Object
+		if err := json.Unmarshal(rawJSON(&item), &ns); err != nil {
+			t.Fatal(err)
+		}
+		req := &teamspace.AdoptedRequest{Object: &ns, Related: map[string]teamspace.ObjectMap{v1alpha1.Kind + "." + v1alpha1.APIVersion: {name: ts}}}
 		if err := req.Validate(); err != nil {
 			t.Fatalf("the hook refuses namespace %s: %v", ns.Metadata.Name, err)
 		}
 		resp := teamspace.Adopted(req)
 		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": resp.Labels, "annotations": resp.Annotations}})
-		if _, err := kubectl(t, "", "--as="+engineIdentity, "patch", "namespace", ns.Metadata.Name, "--type=merge", "-p", string(patch)); err != nil {
+		if err := asEngine(t).mergePatch(refOf(&item), patch); err != nil {
 			t.Fatalf("writing the labels of adopted namespace %s as the engine: %v", ns.Metadata.Name, err)
 		}
 	}
@@ -595,9 +603,10 @@ func adoptedStandIn(t *testing.T, name string, parent *teamspace.Parent) {
 // object, as the engine's identity.
 func applyAsEngine(t *testing.T, objs []map[string]any) {
 	t.Helper()
+	engine := asEngine(t)
 	for _, o := range objs {
-		b, _ := json.Marshal(o)
-		if _, err := kubectl(t, string(b), "--as="+engineIdentity, "apply", "--server-side", "--field-manager=engine-stand-in", "-f", "-"); err != nil {
+		if err := engine.apply(o, "engine-stand-in"); err != nil {
+			b, _ := json.Marshal(o)
 			t.Fatalf("applying %s as the engine: %v", b, err)
 		}
 	}
@@ -609,24 +618,22 @@ func applyAsEngine(t *testing.T, objs []map[string]any) {
 // written on the LimitRange.
 func quotasStandIn(t *testing.T, name string) {
 	t.Helper()
-	var list struct {
-		Items []json.RawMessage `json:"items"`
-	}
-	out, err := kubectl(t, "", "get", "limitrange", "--all-namespaces", "-l", v1alpha1.TeamSpaceLabel+"="+name, "-o", "json")
-	if err != nil || json.Unmarshal([]byte(out), &list) != nil {
+	api := liveClient(t)
+	items, err := api.list("v1", "LimitRange", "", v1alpha1.TeamSpaceLabel+"="+name)
+	if err != nil {
 		return
 	}
-	for _, item := range list.Items {
+	for _, item := range items {
 		var lr teamspace.Object
-		if json.Unmarshal(item, &lr) != nil || lr.Metadata.Name != teamspace.LimitRangeName || lr.Metadata.Annotations[v1alpha1.QuotasAnnotation] == "" {
+		if json.Unmarshal(rawJSON(&item), &lr) != nil || lr.Metadata.Name != teamspace.LimitRangeName || lr.Metadata.Annotations[v1alpha1.QuotasAnnotation] == "" {
 			continue
 		}
 		ns := lr.Metadata.Namespace
 		attachments := teamspace.ObjectMap{}
 		for _, q := range []string{teamspace.QuotaName, teamspace.ObjectsQuotaName} {
-			if out, err := kubectl(t, "", "get", "resourcequota", q, "-n", ns, "-o", "json"); err == nil {
+			if obj, err := api.get(liveRef{apiVersion: "v1", kind: "ResourceQuota", namespace: ns, name: q}); err == nil {
 				var o teamspace.Object
-				if json.Unmarshal([]byte(out), &o) == nil {
+				if json.Unmarshal(rawJSON(obj), &o) == nil {
 					attachments[ns+"/"+q] = &o
 				}
 			}
@@ -641,7 +648,7 @@ func quotasStandIn(t *testing.T, name string) {
 		}
 		applyAsEngine(t, resp.Attachments)
 		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": resp.Annotations}})
-		if _, err := kubectl(t, "", "--as="+engineIdentity, "-n", ns, "patch", "limitrange", lr.Metadata.Name, "--type=merge", "-p", string(patch)); err != nil {
+		if err := asEngine(t).mergePatch(refOf(&item), patch); err != nil {
 			t.Fatalf("writing the quotas' report on %s/%s as the engine: %v", ns, lr.Metadata.Name, err)
 		}
 	}

@@ -2,18 +2,23 @@ package cluster_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -23,8 +28,10 @@ import (
 // over a kept connection next to nothing, and with the tests running side
 // by side on two cores the polling kubectls were what the CPU did.
 type live struct {
+	cfg    *rest.Config
 	dyn    dynamic.Interface
 	mapper *restmapper.DeferredDiscoveryRESTMapper
+	users  sync.Map // "user\x00group..." → *live: as's clients, built once
 }
 
 // liveRef names one object.
@@ -53,7 +60,7 @@ var newLive = sync.OnceValues(func() (*live, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &live{dyn: dyn, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))}, nil
+	return &live{cfg: cfg, dyn: dyn, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))}, nil
 })
 
 // liveClient is newLive that fails the test on error.
@@ -66,6 +73,24 @@ func liveClient(t testing.TB) *live {
 	return l
 }
 
+// as is l acting as user in groups, by impersonation, as kubectl --as
+// and --as-group (the API server adds a ServiceAccount's groups when none
+// are given).
+func (l *live) as(user string, groups ...string) (*live, error) {
+	key := strings.Join(append([]string{user}, groups...), "\x00")
+	if c, ok := l.users.Load(key); ok {
+		return c.(*live), nil
+	}
+	cfg := rest.CopyConfig(l.cfg)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: groups}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	c, _ := l.users.LoadOrStore(key, &live{cfg: cfg, dyn: dyn, mapper: l.mapper})
+	return c.(*live), nil
+}
+
 // resource is the client of r's kind, in r's namespace if it has one.
 func (l *live) resource(r liveRef) (dynamic.ResourceInterface, error) {
 	gv, err := schema.ParseGroupVersion(r.apiVersion)
@@ -73,6 +98,12 @@ func (l *live) resource(r liveRef) (dynamic.ResourceInterface, error) {
 		return nil, err
 	}
 	m, err := l.mapper.RESTMapping(gv.WithKind(r.kind).GroupKind(), gv.Version)
+	if meta.IsNoMatchError(err) {
+		// A kind installed after discovery was cached (the CRD, which
+		// a test may delete and put back): discover again, once.
+		l.mapper.Reset()
+		m, err = l.mapper.RESTMapping(gv.WithKind(r.kind).GroupKind(), gv.Version)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", r, err)
 	}
@@ -144,6 +175,50 @@ func (l *live) delete(r liveRef) error {
 		return nil
 	}
 	return err
+}
+
+// list lists the objects of a kind (apiVersion, kind) in namespace (""
+// for all) that selector (a label selector, "" for all) selects; each
+// item carries its apiVersion and kind.
+func (l *live) list(apiVersion, kind, namespace, selector string) ([]unstructured.Unstructured, error) {
+	res, err := l.resource(liveRef{apiVersion: apiVersion, kind: kind, namespace: namespace})
+	if err != nil {
+		return nil, err
+	}
+	list, err := res.List(context.Background(), metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		return nil, err
+	}
+	return list.Items, nil
+}
+
+// apply applies obj server-side as manager (kubectl apply --server-side
+// --field-manager=manager: conflicts refused, not forced).
+func (l *live) apply(obj map[string]any, manager string) error {
+	u := (&unstructured.Unstructured{Object: obj}).DeepCopy()
+	res, err := l.resource(refOf(u))
+	if err != nil {
+		return err
+	}
+	_, err = res.Apply(context.Background(), u.GetName(), u, metav1.ApplyOptions{FieldManager: manager})
+	return err
+}
+
+// mergePatch patches one object with a JSON merge patch (kubectl patch
+// --type=merge).
+func (l *live) mergePatch(r liveRef, patch []byte) error {
+	res, err := l.resource(r)
+	if err != nil {
+		return err
+	}
+	_, err = res.Patch(context.Background(), r.name, types.MergePatchType, patch, metav1.PatchOptions{})
+	return err
+}
+
+// rawJSON is u as the API server sends it (kubectl get -o json).
+func rawJSON(u *unstructured.Unstructured) json.RawMessage {
+	b, _ := json.Marshal(u.Object)
+	return b
 }
 
 // refOf names the object u is.

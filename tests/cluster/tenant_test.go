@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"sigs.k8s.io/yaml"
+
 	"github.com/labhub/teamspace/hook/teamspace"
 )
 
@@ -174,11 +176,50 @@ func ownedBy(spec map[string]any, owner string) map[string]any {
 }
 
 // dryRunCreate is a server-side dry run of creating manifest in namespace
-// as who (nil: the admin).
+// as who (as's flags; nil: the admin): kubectl -n namespace create
+// --dry-run=server, through client-go (hundreds of them: #74).
 func dryRunCreate(t *testing.T, who []string, namespace, manifest string) error {
 	t.Helper()
-	_, err := kubectl(t, manifest, append(who, "-n", namespace, "create", "--dry-run=server", "-f", "-")...)
-	return err
+	var obj map[string]any
+	if err := yaml.Unmarshal([]byte(manifest), &obj); err != nil {
+		t.Fatalf("manifest: %v\n%s", err, manifest)
+	}
+	meta, _ := obj["metadata"].(map[string]any)
+	if meta == nil {
+		meta = map[string]any{}
+		obj["metadata"] = meta
+	}
+	if ns, _ := meta["namespace"].(string); ns != "" && ns != namespace {
+		t.Fatalf("manifest of namespace %s created in %s", ns, namespace)
+	}
+	meta["namespace"] = namespace
+	return actingAs(t, who).create(obj, true)
+}
+
+// actingAs is the client acting as who: as's flags, nil for the admin.
+func actingAs(t *testing.T, who []string) *live {
+	t.Helper()
+	api := liveClient(t)
+	if len(who) == 0 {
+		return api
+	}
+	var user string
+	var groups []string
+	for _, a := range who {
+		switch {
+		case strings.HasPrefix(a, "--as="):
+			user = strings.TrimPrefix(a, "--as=")
+		case strings.HasPrefix(a, "--as-group="):
+			groups = append(groups, strings.TrimPrefix(a, "--as-group="))
+		default:
+			t.Fatalf("acting as %v: %s is not --as or --as-group", who, a)
+		}
+	}
+	c, err := api.as(user, groups...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 // tenantCast is what the tests of the tenant policies (namespaces.yaml)

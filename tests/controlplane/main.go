@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -88,6 +89,10 @@ func Main(m *testing.M, needEnv ...string) int {
 		k, v, _ := strings.Cut(kv, "=")
 		os.Setenv(k, v)
 	}
+	// kubectl's discovery and OpenAPI caches in the state directory, not
+	// in ~/.kube/cache: a directory per control plane's port there, ~100
+	// MB after a few runs, left on the machine (#74).
+	os.Setenv("KUBECACHEDIR", filepath.Join(dir, "kubectl-cache"))
 	code := m.Run()
 	cp.Stop()
 	if code != 0 || os.Getenv(KeepEnv) == "1" {
