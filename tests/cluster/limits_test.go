@@ -564,11 +564,7 @@ func engineStandIn(t *testing.T, name string) {
 // asEngine is the client acting as the engine's identity.
 func asEngine(t *testing.T) *live {
 	t.Helper()
-	engine, err := liveClient(t).as(engineIdentity)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return engine
+	return actingAs(t, as(engineIdentity))
 }
 
 // adoptedStandIn is the adopted namespaces' DecoratorController of
